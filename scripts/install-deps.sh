@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages txc's build and tests need (idempotent).
+# Run as root or with sudo available.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libcjson-dev libcmocka-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "installing: ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
