@@ -8,7 +8,7 @@
  * squeeze never copy. Ops (txc/ops.h) read any strides; txc_contiguous()
  * materialises a dense copy only when needed.
  *
- *   txc_tensor_wrap(env, array)  — torchax torch_view: zero copy, the tensor
+ *   txc_tensor_wrap(env, array)  — (env.h) torchax torch_view: zero copy, the tensor
  *                                  shares the array (pointer identity).
  *   txc_tensor_unwrap(t)         — torchax jax_view: zero copy, returns the
  *                                  very array, only for a tensor that covers
@@ -35,9 +35,6 @@ extern "C" {
 typedef struct txc_tensor txc_tensor;
 typedef struct txc_env txc_env;
 
-/* Wrap an array as a tensor of `env` (NULL: the active env), zero copy.
- * The tensor takes its own reference to the array. */
-txc_tensor *txc_tensor_wrap(txc_env *env, txc_array *array);
 /* The array a tensor wraps, zero copy (borrowed: retain to keep). Fails
  * with TXC_ERR_INVALID for a view that is not exactly its whole array
  * (offset 0, contiguous, same shape); call txc_contiguous() first. */
@@ -69,10 +66,6 @@ double txc_tensor_item(const txc_tensor *t);
  * `out` (capacity `n` elements). TXC_ERR_INVALID when n < numel. */
 txc_status txc_tensor_copy_to_f32(const txc_tensor *t, float *out, int64_t n);
 txc_status txc_tensor_copy_to_i64(const txc_tensor *t, int64_t *out, int64_t n);
-
-/* A new tensor (owned storage) filled from host data of `dtype`, copied. */
-txc_tensor *txc_tensor_from_data(txc_env *env, txc_dtype dtype, int ndim, const int64_t *shape,
-                                 const void *data);
 
 /* Print shape/dtype and (up to `max_elems`) values to stderr — debugging. */
 void txc_tensor_debug_print(const char *label, const txc_tensor *t, int max_elems);

@@ -1,0 +1,27 @@
+/* env/env_impl.h — the environment's state, and dispatch (internal). */
+#ifndef TXC_ENV_IMPL_H
+#define TXC_ENV_IMPL_H
+
+#include "core/impl.h"
+#include "ops/registry.h"
+#include "txc/env.h"
+
+struct txc_env {
+    char name[64];
+    txc_device device;
+    uint64_t op_count;
+    /* scopes: tensors owned by open scopes, and where each scope starts */
+    txc_tensor **scope_items;
+    size_t n_scope_items, cap_scope_items;
+    size_t *scope_marks;
+    int n_scopes, cap_scopes;
+};
+
+/* Run op `op` on `in` (n_in tensors) with `attrs` in the inputs' env (or
+ * `env` for ops without tensor inputs; NULL = active). Checks envs and
+ * devices, infers, allocates, runs the kernel, hands the result to the open
+ * scope. NULL on error (message names the op). */
+txc_tensor *txc_dispatch(txc_op_id op, txc_env *env, txc_tensor *const *in, int n_in,
+                         const txc_op_attrs *attrs);
+
+#endif

@@ -1,0 +1,141 @@
+/*
+ * ops/registry.h — the op table: one descriptor per op.
+ *
+ * Adding an op is a checklist (as ggml's): an enum value below, a line in
+ * the name table (registry.c, checked by a static assert on TXC_OP_COUNT),
+ * a descriptor set by one of the txc_ops_register_* functions (shape/dtype
+ * inference + CPU kernel, or a view function), a frontend in
+ * include/txc/ops.h (implemented in src/env/frontend.c) and a fixture case
+ * in scripts/gen_op_fixtures.py checked by tests/test_ops.c.
+ *
+ * Names are aten's ("aten::add"). This layer knows no environment: the env
+ * (src/env/dispatch.c) looks an op up here, infers, allocates and calls the
+ * kernel. Kernels read inputs with any strides and write a contiguous output
+ * they did not allocate.
+ */
+#ifndef TXC_OPS_REGISTRY_H
+#define TXC_OPS_REGISTRY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "core/impl.h"
+#include "txc/status.h"
+
+typedef enum txc_op_id {
+    /* creation */
+    TXC_OP_FULL, TXC_OP_ARANGE,
+    /* views (no kernel: a view function) */
+    TXC_OP_VIEW, TXC_OP_PERMUTE, TXC_OP_SLICE, TXC_OP_SELECT, TXC_OP_EXPAND,
+    TXC_OP_UNSQUEEZE, TXC_OP_SQUEEZE,
+    /* copies */
+    TXC_OP_COPY, /* contiguous / clone / to(dtype): out = in converted */
+    /* binary elementwise (inputs: 2 tensors, or 1 tensor + attrs.f[0] when
+     * attrs.flags & TXC_ATTR_SCALAR_RHS) */
+    TXC_OP_ADD, TXC_OP_SUB, TXC_OP_MUL, TXC_OP_DIV, TXC_OP_POW, TXC_OP_MAXIMUM,
+    TXC_OP_MINIMUM, TXC_OP_RSUB,
+    TXC_OP_EQ, TXC_OP_NE, TXC_OP_LT, TXC_OP_LE, TXC_OP_GT, TXC_OP_GE,
+    TXC_OP_LOGICAL_AND,
+    /* unary elementwise */
+    TXC_OP_NEG, TXC_OP_ABS, TXC_OP_EXP, TXC_OP_LOG, TXC_OP_SQRT, TXC_OP_RSQRT,
+    TXC_OP_SIN, TXC_OP_COS, TXC_OP_TANH, TXC_OP_SIGMOID, TXC_OP_SILU, TXC_OP_GELU,
+    TXC_OP_RELU, TXC_OP_LOGICAL_NOT,
+    /* selection */
+    TXC_OP_WHERE, TXC_OP_MASKED_FILL,
+    /* reductions */
+    TXC_OP_SUM, TXC_OP_MEAN, TXC_OP_MAX, TXC_OP_ARGMAX, TXC_OP_SOFTMAX, TXC_OP_LOG_SOFTMAX,
+    /* linear algebra and nn */
+    TXC_OP_MATMUL, TXC_OP_LINEAR, TXC_OP_EMBEDDING, TXC_OP_RMS_NORM, TXC_OP_LAYER_NORM,
+    TXC_OP_CAT, TXC_OP_STACK, TXC_OP_INDEX_SELECT, TXC_OP_INDEX_COPY, TXC_OP_TRIL,
+    TXC_OP_TRIU, TXC_OP_SDPA,
+    TXC_OP_COUNT
+} txc_op_id;
+
+#define TXC_MAX_OP_INPUTS 64
+
+/* Flags in txc_op_attrs.flags. */
+enum {
+    TXC_ATTR_SCALAR_RHS = 1 << 0, /* binary op with attrs.f[0] as right operand */
+    TXC_ATTR_KEEPDIM = 1 << 1,    /* reductions */
+    TXC_ATTR_ALL_DIMS = 1 << 2,   /* reductions over every dim */
+    TXC_ATTR_CAUSAL = 1 << 3,     /* sdpa is_causal */
+    TXC_ATTR_TANH = 1 << 4,       /* gelu approximate="tanh" */
+    TXC_ATTR_NO_WEIGHT = 1 << 5,  /* norms/linear: optional inputs absent */
+    TXC_ATTR_NO_BIAS = 1 << 6,
+    TXC_ATTR_INPLACE = 1 << 7,    /* index_copy_: out is in[0] itself */
+};
+
+/* Non-tensor arguments of an op call: plain data, hashable, recordable by
+ * a tracer. ints: dims, shapes, offsets; f: scalars (eps, fill value,
+ * scale, arange start/end/step); dtype: the result dtype of creation and
+ * copy ops. */
+typedef struct txc_op_attrs {
+    int64_t ints[TXC_MAX_DIMS + 2];
+    int n_ints;
+    double f[3];
+    txc_dtype dtype;
+    unsigned flags;
+} txc_op_attrs;
+
+/* Result description produced by inference. */
+typedef struct txc_meta {
+    txc_dtype dtype;
+    int ndim;
+    int64_t shape[TXC_MAX_DIMS];
+} txc_meta;
+
+/* Result view produced by a view op: shape/strides/offset over in[0]'s array. */
+typedef struct txc_view_meta {
+    int ndim;
+    int64_t shape[TXC_MAX_DIMS];
+    int64_t strides[TXC_MAX_DIMS];
+    int64_t offset;
+} txc_view_meta;
+
+typedef struct txc_op_def {
+    const char *name; /* aten name, filled by registry.c */
+    /* Shape/dtype inference; records an error (naming the op) and returns
+     * non-OK on bad inputs. NULL for view ops. */
+    txc_status (*infer)(txc_tensor *const *in, int n_in, const txc_op_attrs *a, txc_meta *out);
+    /* CPU kernel: out is allocated, contiguous, of the inferred meta.
+     * May fail (e.g. index out of range) with an error. */
+    txc_status (*cpu)(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a);
+    /* View ops only. */
+    txc_status (*view)(const txc_tensor *in, const txc_op_attrs *a, txc_view_meta *out);
+} txc_op_def;
+
+/* The table, indexed by txc_op_id. */
+const txc_op_def *txc_op_get(txc_op_id id);
+const char *txc_op_name(txc_op_id id);
+
+/* Registration, one function per kernel file (each fills its entries). */
+void txc_ops_register_views(txc_op_def *table);
+void txc_ops_register_elementwise(txc_op_def *table);
+void txc_ops_register_reduce(txc_op_def *table);
+void txc_ops_register_linalg(txc_op_def *table);
+void txc_ops_register_nn(txc_op_def *table);
+void txc_ops_register_attention(txc_op_def *table);
+
+/* ---- helpers for inference and kernels (ops/util.c) --------------------- */
+
+/* torch.result_type of two dtypes (bool < i32 < i64 < bf16,f16 < f32;
+ * bf16 with f16 gives f32). */
+txc_dtype txc_promote(txc_dtype a, txc_dtype b);
+/* torch's result dtype for tensor <op> python scalar. */
+txc_dtype txc_promote_scalar(txc_dtype t, double s);
+/* Broadcast two shapes (numpy rules). Error names `op`. */
+txc_status txc_broadcast_shapes(const char *op, int na, const int64_t *sa, int nb,
+                                const int64_t *sb, int *nout, int64_t *out);
+/* Normalise dim (negative from the end) for a tensor of `ndim` dims
+ * (ndim 0 accepts -1 and 0, as torch). Error names `op`. */
+txc_status txc_norm_dim(const char *op, int64_t dim, int ndim, int *out);
+/* Strides of `t` broadcast to `ndim`/`shape` (0 for stretched dims). */
+void txc_broadcast_strides(const txc_tensor *t, int ndim, const int64_t *shape, int64_t *strides);
+
+/* Iterate a strided n-d index space in row-major order. */
+typedef struct txc_nd_iter {
+    int ndim;
+    int64_t shape[TXC_MAX_DIMS];
+    int64_t index[TXC_MAX_DIMS];
+} txc_nd_iter;
+
+#endif
