@@ -80,3 +80,129 @@ void tu_rm_rf(const char *dir)
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", dir);
 }
+
+#include <math.h>
+#include "txc/ops.h"
+
+static double json_num(const cJSON *v)
+{
+    if (cJSON_IsNumber(v))
+        return v->valuedouble;
+    if (cJSON_IsBool(v))
+        return cJSON_IsTrue(v) ? 1.0 : 0.0;
+    if (cJSON_IsString(v)) {
+        if (strcmp(v->valuestring, "nan") == 0) return NAN;
+        if (strcmp(v->valuestring, "inf") == 0) return INFINITY;
+        if (strcmp(v->valuestring, "-inf") == 0) return -INFINITY;
+    }
+    fail_msg("fixture: bad number");
+    return 0;
+}
+
+static void json_shape(const cJSON *j, int *ndim, int64_t *shape)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "shape");
+    assert_non_null(s);
+    *ndim = cJSON_GetArraySize(s);
+    assert_true(*ndim <= TXC_MAX_DIMS);
+    for (int i = 0; i < *ndim; i++)
+        shape[i] = (int64_t)cJSON_GetArrayItem(s, i)->valuedouble;
+}
+
+static txc_dtype json_dtype(const cJSON *j)
+{
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(j, "dtype");
+    txc_dtype dt;
+    assert_true(cJSON_IsString(d) && txc_dtype_parse(d->valuestring, &dt));
+    return dt;
+}
+
+txc_tensor *tu_tensor_from_json(const cJSON *j)
+{
+    int ndim;
+    int64_t shape[TXC_MAX_DIMS];
+    json_shape(j, &ndim, shape);
+    txc_dtype dt = json_dtype(j);
+    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(j, "transpose");
+    int d0 = 0, d1 = 0;
+    int64_t stored[TXC_MAX_DIMS];
+    memcpy(stored, shape, sizeof stored);
+    if (tr) {
+        d0 = (int)cJSON_GetArrayItem(tr, 0)->valuedouble;
+        d1 = (int)cJSON_GetArrayItem(tr, 1)->valuedouble;
+        stored[d0] = shape[d1];
+        stored[d1] = shape[d0];
+    }
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data");
+    int64_t n = txc_shape_numel(ndim, shape);
+    assert_int_equal(cJSON_GetArraySize(data), n);
+    void *buf = calloc((size_t)(n > 0 ? n : 1), txc_dtype_size(dt));
+    int64_t i = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, data)
+    {
+        if (dt == TXC_I64)
+            ((int64_t *)buf)[i++] = (int64_t)v->valuedouble;
+        else
+            txc_dtype_store(dt, buf, (size_t)i++, json_num(v));
+    }
+    txc_tensor *t = txc_tensor_from_data(NULL, dt, ndim, stored, buf);
+    free(buf);
+    assert_non_null(t);
+    if (tr) {
+        txc_tensor *v2 = txc_transpose(t, d0, d1);
+        txc_tensor_release(t);
+        t = v2;
+        assert_non_null(t);
+    }
+    return t;
+}
+
+void tu_assert_tensor_close(const char *what, const txc_tensor *t, const cJSON *expected, double rtol, double atol)
+{
+    if (!t)
+        fail_msg("%s: op failed: %s", what, txc_last_error());
+    int ndim;
+    int64_t shape[TXC_MAX_DIMS];
+    json_shape(expected, &ndim, shape);
+    txc_dtype dt = json_dtype(expected);
+    if (txc_tensor_dtype(t) != dt)
+        fail_msg("%s: dtype %s, expected %s", what, txc_dtype_name(txc_tensor_dtype(t)), txc_dtype_name(dt));
+    if (txc_tensor_ndim(t) != ndim)
+        fail_msg("%s: %d dims, expected %d", what, txc_tensor_ndim(t), ndim);
+    for (int i = 0; i < ndim; i++)
+        if (txc_tensor_shape(t)[i] != shape[i])
+            fail_msg("%s: dim %d is %lld, expected %lld", what, i, (long long)txc_tensor_shape(t)[i],
+                     (long long)shape[i]);
+    int64_t n = txc_tensor_numel(t);
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(expected, "data");
+    assert_int_equal(cJSON_GetArraySize(data), n);
+    int64_t idx[TXC_MAX_DIMS] = {0};
+    const cJSON *v = data ? data->child : NULL;
+    for (int64_t i = 0; i < n; i++, v = v->next) {
+        double got = txc_tensor_item_at(t, idx), want = json_num(v);
+        bool ok = (isnan(want) && isnan(got)) || (isinf(want) && got == want) ||
+                  (isfinite(want) && fabs(got - want) <= atol + rtol * fabs(want));
+        if (!ok)
+            fail_msg("%s: element %lld is %.9g, expected %.9g (rtol %g, atol %g)", what, (long long)i, got, want,
+                     rtol, atol);
+        for (int d = ndim - 1; d >= 0; d--) {
+            if (++idx[d] < shape[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+}
+
+cJSON *tu_load_json(const char *rel)
+{
+    const char *path = tu_path("%s/%s", tu_source_dir(), rel);
+    char *text = tu_read_file(path, NULL);
+    if (!text)
+        fail_msg("cannot read %s", path);
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    if (!j)
+        fail_msg("%s is not valid JSON", path);
+    return j;
+}

@@ -24,3 +24,23 @@ int tu_write_file(const char *path, const void *data, size_t len);
 void tu_rm_rf(const char *dir);
 
 #endif
+
+/* ---- op fixtures (JSON written by scripts/gen_*_fixtures.py) ------------ */
+#include <cjson/cJSON.h>
+#include "txc/env.h"
+
+/* A fixture tensor: {"dtype": "float32"|"float16"|"bfloat16"|"int32"|
+ * "int64"|"bool", "shape": [..], "data": [.. row-major ..]}; floats may be
+ * the strings "nan", "inf", "-inf". Optional "transpose": [d0, d1] makes the
+ * returned tensor a non-contiguous view: the data is stored for the shape
+ * with d0/d1 swapped and then transposed (so "shape" is the view's shape).
+ * Returns a new tensor (caller releases) in the active env; fails the test
+ * on malformed input. */
+txc_tensor *tu_tensor_from_json(const cJSON *j);
+/* Assert `t` matches the fixture tensor `expected` (dtype, shape, values
+ * within |a-b| <= atol + rtol*|b|; NaN matches NaN, inf matches inf).
+ * `what` names the case in failure messages. */
+void tu_assert_tensor_close(const char *what, const txc_tensor *t, const cJSON *expected, double rtol, double atol);
+/* Load a JSON file under the repository (tu_source_dir()/rel); fails the
+ * test when missing. Caller frees with cJSON_Delete. */
+cJSON *tu_load_json(const char *rel);
