@@ -1,0 +1,72 @@
+/*
+ * txc/cache.h — KV caches (transformers' cache_utils).
+ *
+ * Layout as in transformers: per layer, keys and values of shape
+ * (batch, num_key_value_heads, seq, head_dim), float32.
+ *
+ *   DynamicCache: starts empty and grows along seq (torch.cat per step).
+ *   StaticCache:  preallocated (batch, num_key_value_heads, max_cache_len,
+ *                 head_dim) zeros; each step writes the new keys/values in
+ *                 place at `cache_position` (index_copy_) and attention reads
+ *                 the valid prefix [0, max(cache_position) + 1), with the
+ *                 causal mask built from cache_position.
+ *
+ * The model calls txc_kv_cache_update() once per layer per forward; the
+ * cache is the only state that survives between forward calls.
+ */
+#ifndef TXC_CACHE_H
+#define TXC_CACHE_H
+
+#include <stdint.h>
+#include "txc/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum txc_cache_kind {
+    TXC_CACHE_NONE = 0,    /* no cache: every step re-runs the whole sequence */
+    TXC_CACHE_DYNAMIC = 1, /* transformers DynamicCache */
+    TXC_CACHE_STATIC = 2,  /* transformers StaticCache */
+} txc_cache_kind;
+
+typedef struct txc_kv_cache txc_kv_cache;
+
+/* "none" / "dynamic" / "static" <-> kind. Parse errors: TXC_ERR_INVALID. */
+const char *txc_cache_kind_name(txc_cache_kind kind);
+txc_status txc_cache_kind_parse(const char *s, txc_cache_kind *out);
+
+/* A DynamicCache for `num_layers` layers (in `env`, NULL = active). */
+txc_kv_cache *txc_dynamic_cache_new(txc_env *env, int num_layers);
+/* A StaticCache: per layer two zero tensors (batch, num_key_value_heads,
+ * max_cache_len, head_dim) float32. Errors: TXC_ERR_INVALID for
+ * non-positive sizes, TXC_ERR_NOMEM. */
+txc_kv_cache *txc_static_cache_new(txc_env *env, int num_layers, int64_t batch, int64_t num_key_value_heads,
+                                   int64_t max_cache_len, int64_t head_dim);
+void txc_kv_cache_free(txc_kv_cache *cache);
+
+txc_cache_kind txc_kv_cache_kind(const txc_kv_cache *cache);
+/* Tokens stored so far (transformers get_seq_length()). */
+int64_t txc_kv_cache_seq_length(const txc_kv_cache *cache);
+/* max_cache_len for a StaticCache, -1 for a DynamicCache (unbounded). */
+int64_t txc_kv_cache_max_length(const txc_kv_cache *cache);
+/* Forget the contents (a new sequence); a StaticCache keeps its buffers. */
+void txc_kv_cache_reset(txc_kv_cache *cache);
+
+/* Cache.update(key_states, value_states, layer_idx): store `key`/`value`
+ * (batch, num_key_value_heads, q_len, head_dim) for `layer` at positions
+ * `cache_position` (int64 (q_len), consecutive), and return in *keys /
+ * *values the tensors attention reads: (batch, num_key_value_heads,
+ * kv_len, head_dim) where kv_len = cache_position[-1] + 1 (borrowed: owned
+ * by the cache or the env's scope; call it inside txc_env_scope_begin/end,
+ * as the model's forward does). Errors: TXC_ERR_CAPACITY when a
+ * StaticCache position is >= max_cache_len; TXC_ERR_INVALID for shapes
+ * that disagree with the cache. */
+txc_status txc_kv_cache_update(txc_kv_cache *cache, int layer, txc_tensor *key, txc_tensor *value,
+                               txc_tensor *cache_position, int64_t last_position, txc_tensor **keys,
+                               txc_tensor **values);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,183 @@
+/* DynamicCache and StaticCache (transformers cache_utils); see
+ * include/txc/cache.h. They live beside the models because a model's
+ * attention calls Cache.update, as modeling_llama calls cache_utils. */
+#include "env/env_impl.h"
+#include "txc/cache.h"
+#include "txc/ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct txc_kv_cache {
+    txc_cache_kind kind;
+    txc_env *env;
+    int num_layers;
+    int64_t seq_length;    /* tokens stored (after the last layer's update) */
+    int64_t max_cache_len; /* static only */
+    txc_tensor **keys, **values; /* per layer, owned references (NULL: empty) */
+};
+
+const char *txc_cache_kind_name(txc_cache_kind kind)
+{
+    switch (kind) {
+    case TXC_CACHE_NONE: return "none";
+    case TXC_CACHE_DYNAMIC: return "dynamic";
+    case TXC_CACHE_STATIC: return "static";
+    }
+    return "?";
+}
+
+txc_status txc_cache_kind_parse(const char *s, txc_cache_kind *out)
+{
+    for (int k = TXC_CACHE_NONE; k <= TXC_CACHE_STATIC; k++)
+        if (strcmp(s, txc_cache_kind_name((txc_cache_kind)k)) == 0) {
+            *out = (txc_cache_kind)k;
+            return TXC_OK;
+        }
+    return txc_error(TXC_ERR_INVALID, "unknown cache '%s' (expected none, dynamic or static)", s);
+}
+
+static txc_kv_cache *cache_alloc(txc_env *env, txc_cache_kind kind, int num_layers)
+{
+    if (num_layers <= 0) {
+        txc_error(TXC_ERR_INVALID, "cache: %d layers", num_layers);
+        return NULL;
+    }
+    txc_kv_cache *c = calloc(1, sizeof *c);
+    if (c) {
+        c->keys = calloc((size_t)num_layers, sizeof *c->keys);
+        c->values = calloc((size_t)num_layers, sizeof *c->values);
+    }
+    if (!c || !c->keys || !c->values) {
+        if (c) {
+            free(c->keys);
+            free(c->values);
+        }
+        free(c);
+        txc_error(TXC_ERR_NOMEM, "out of memory (cache)");
+        return NULL;
+    }
+    c->kind = kind;
+    c->env = env ? env : txc_env_active();
+    c->num_layers = num_layers;
+    c->max_cache_len = -1;
+    return c;
+}
+
+txc_kv_cache *txc_dynamic_cache_new(txc_env *env, int num_layers)
+{
+    return cache_alloc(env, TXC_CACHE_DYNAMIC, num_layers);
+}
+
+txc_kv_cache *txc_static_cache_new(txc_env *env, int num_layers, int64_t batch, int64_t num_key_value_heads,
+                                   int64_t max_cache_len, int64_t head_dim)
+{
+    if (batch <= 0 || num_key_value_heads <= 0 || max_cache_len <= 0 || head_dim <= 0) {
+        txc_error(TXC_ERR_INVALID, "StaticCache: sizes must be positive (batch %lld, heads %lld, max_cache_len %lld, "
+                                   "head_dim %lld)",
+                  (long long)batch, (long long)num_key_value_heads, (long long)max_cache_len, (long long)head_dim);
+        return NULL;
+    }
+    txc_kv_cache *c = cache_alloc(env, TXC_CACHE_STATIC, num_layers);
+    if (!c)
+        return NULL;
+    c->max_cache_len = max_cache_len;
+    int64_t shape[4] = {batch, num_key_value_heads, max_cache_len, head_dim};
+    /* Allocated outside any scope: the cache owns them. */
+    int open = c->env->n_scopes;
+    c->env->n_scopes = 0;
+    for (int l = 0; l < num_layers; l++) {
+        c->keys[l] = txc_zeros(c->env, 4, shape, TXC_F32);
+        c->values[l] = txc_zeros(c->env, 4, shape, TXC_F32);
+        if (!c->keys[l] || !c->values[l]) {
+            c->env->n_scopes = open;
+            txc_kv_cache_free(c);
+            return NULL;
+        }
+    }
+    c->env->n_scopes = open;
+    return c;
+}
+
+void txc_kv_cache_free(txc_kv_cache *c)
+{
+    if (!c)
+        return;
+    for (int l = 0; l < c->num_layers; l++) {
+        txc_tensor_release(c->keys[l]);
+        txc_tensor_release(c->values[l]);
+    }
+    free(c->keys);
+    free(c->values);
+    free(c);
+}
+
+txc_cache_kind txc_kv_cache_kind(const txc_kv_cache *c) { return c->kind; }
+int64_t txc_kv_cache_seq_length(const txc_kv_cache *c) { return c->seq_length; }
+int64_t txc_kv_cache_max_length(const txc_kv_cache *c) { return c->max_cache_len; }
+
+void txc_kv_cache_reset(txc_kv_cache *c)
+{
+    c->seq_length = 0;
+    if (c->kind == TXC_CACHE_STATIC)
+        return; /* stale entries are masked out by cache_position */
+    for (int l = 0; l < c->num_layers; l++) {
+        txc_tensor_release(c->keys[l]);
+        txc_tensor_release(c->values[l]);
+        c->keys[l] = c->values[l] = NULL;
+    }
+}
+
+/* Replace *slot with t, keeping one owned reference. */
+static void hold(txc_tensor **slot, txc_tensor *t)
+{
+    txc_tensor_retain(t);
+    txc_tensor_release(*slot);
+    *slot = t;
+}
+
+txc_status txc_kv_cache_update(txc_kv_cache *c, int layer, txc_tensor *key, txc_tensor *value,
+                               txc_tensor *cache_position, int64_t last_position, txc_tensor **keys,
+                               txc_tensor **values)
+{
+    if (!key || !value || !cache_position)
+        return txc_error(TXC_ERR_INVALID, "cache update: NULL input");
+    if (layer < 0 || layer >= c->num_layers)
+        return txc_error(TXC_ERR_INVALID, "cache update: layer %d of %d", layer, c->num_layers);
+    if (c->env->n_scopes == 0) /* the returned tensors belong to the caller's scope */
+        return txc_error(TXC_ERR_INVALID, "cache update: call it inside txc_env_scope_begin/end");
+    int64_t q_len = txc_tensor_size(key, 2);
+    if (c->kind == TXC_CACHE_STATIC) {
+        if (last_position >= c->max_cache_len)
+            return txc_error(TXC_ERR_CAPACITY, "StaticCache: position %lld is past max_cache_len %lld",
+                             (long long)last_position, (long long)c->max_cache_len);
+        txc_status st = txc_index_copy_(c->keys[layer], 2, cache_position, key);
+        if (st == TXC_OK)
+            st = txc_index_copy_(c->values[layer], 2, cache_position, value);
+        if (st != TXC_OK)
+            return st;
+        /* Attention reads only the valid prefix (a view, no copy). */
+        *keys = txc_narrow(c->keys[layer], 2, 0, last_position + 1);
+        *values = txc_narrow(c->values[layer], 2, 0, last_position + 1);
+    } else {
+        if (c->keys[layer]) {
+            txc_tensor *kp[2] = {c->keys[layer], key}, *vp[2] = {c->values[layer], value};
+            key = txc_cat(kp, 2, 2);
+            value = txc_cat(vp, 2, 2);
+        } else {
+            key = txc_contiguous(key);
+            value = txc_contiguous(value);
+        }
+        if (!key || !value)
+            return txc_last_status() ? txc_last_status() : TXC_ERR_INTERNAL;
+        hold(&c->keys[layer], key);
+        hold(&c->values[layer], value);
+        *keys = c->keys[layer];
+        *values = c->values[layer];
+    }
+    if (!*keys || !*values)
+        return txc_last_status() ? txc_last_status() : TXC_ERR_INTERNAL;
+    if (layer == c->num_layers - 1)
+        c->seq_length = c->kind == TXC_CACHE_STATIC ? last_position + 1 : c->seq_length + q_len;
+    return TXC_OK;
+}
