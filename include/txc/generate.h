@@ -47,6 +47,8 @@ typedef struct txc_generate_result {
     double prefill_ms;  /* wall time of the prompt's forward + first token */
     double decode_ms;   /* wall time of the remaining n_new - 1 steps */
     int64_t max_cache_len; /* the static cache length used (0 otherwise) */
+    const char *stop_reason; /* "eos_token_id", "max_new_tokens", "max_cache_len",
+                                "max_position_embeddings" or "callback" (static string) */
 } txc_generate_result;
 
 /* Greedy generation from `input_ids` (n_input >= 1, batch 1).

@@ -93,11 +93,17 @@ txc_status txc_generate(txc_model *model, const int32_t *input_ids, int64_t n_in
         return txc_error(TXC_ERR_UNSUPPORTED, "generate: %lld tokens exceed sliding_window %lld (sliding-window "
                                               "attention is not supported yet)", (long long)total,
                          (long long)c->sliding_window);
-    /* A static cache never holds more than max_cache_len positions. */
-    if (o->cache == TXC_CACHE_STATIC && total > max_cache_len)
+    /* Generation ends early, with a reason, where the cache or the
+     * position table ends. */
+    const char *limit = "max_new_tokens";
+    if (o->cache == TXC_CACHE_STATIC && total > max_cache_len) {
         total = max_cache_len;
-    if (total > c->max_position_embeddings)
+        limit = "max_cache_len";
+    }
+    if (total > c->max_position_embeddings) {
         total = c->max_position_embeddings;
+        limit = "max_position_embeddings";
+    }
 
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)total);
     if (!ids)
@@ -120,7 +126,7 @@ txc_status txc_generate(txc_model *model, const int32_t *input_ids, int64_t n_in
     double t0 = now_ms(), t_first = t0;
     while (n < total) {
         /* Without a cache, re-run everything; with one, only the new tokens. */
-        int64_t from = (cache && n > n_input) ? n - 1 : (cache ? 0 : 0);
+        int64_t from = (cache && n > n_input) ? n - 1 : 0;
         int32_t next = step(model, cache, ids, from, n);
         if (next < 0) {
             s = txc_last_status() != TXC_OK ? txc_last_status() : TXC_ERR_INTERNAL;
@@ -156,6 +162,7 @@ txc_status txc_generate(txc_model *model, const int32_t *input_ids, int64_t n_in
     r->prefill_ms = t_first - t0;
     r->decode_ms = t1 - t_first;
     r->max_cache_len = o->cache == TXC_CACHE_STATIC ? max_cache_len : 0;
+    r->stop_reason = r->stopped_on_eos ? "eos_token_id" : n == total ? limit : "callback";
     return TXC_OK;
 }
 
