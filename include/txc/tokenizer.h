@@ -1,0 +1,153 @@
+/*
+ * txc/tokenizer.h — Hugging Face tokenizer.json: load, encode, decode, stream.
+ *
+ * The semantics are those of the `tokenizers` Rust crate (what transformers'
+ * fast tokenizers run), component for component:
+ *
+ *   txc_tokenizer *tok;
+ *   if (txc_tokenizer_load("models/stories260K", &tok)) { puts(txc_last_error()); ... }
+ *   int32_t *ids; size_t n;
+ *   txc_tokenizer_encode(tok, "Once upon a time", 16, true, &ids, &n); // [1, ...] BOS first
+ *   char *text; size_t len;
+ *   txc_tokenizer_decode(tok, ids, n, true, &text, &len);             // "Once upon a time"
+ *   free(ids); free(text); txc_tokenizer_free(tok);
+ *
+ * Supported now (the SentencePiece-style BPE family: Llama-2, TinyLlama,
+ * Mistral, Phi-3, stories260K):
+ *   model           BPE: vocab, merges ("a b" strings or ["a","b"] pairs),
+ *                   unk_token, fuse_unk, byte_fallback, ignore_merges;
+ *                   dropout must be null/0, continuing_subword_prefix and
+ *                   end_of_word_suffix null/"".
+ *   normalizer      null, Prepend, Replace (String pattern), Strip, Sequence.
+ *   pre_tokenizer   null, Metaspace (replacement, prepend_scheme
+ *                   always/first/never or legacy add_prefix_space, split),
+ *                   Sequence.
+ *   post_processor  null, TemplateProcessing ("single" template), ByteLevel
+ *                   (a no-op on ids), Sequence.
+ *   decoder         null (tokens joined by " "), Replace (String pattern),
+ *                   ByteFallback, Fuse, Strip, Metaspace, Sequence.
+ *   added_tokens    special, lstrip, rstrip, normalized, single_word: the input
+ *                   is first split on added tokens (leftmost-longest match, as
+ *                   the crate's AddedVocabulary), the pieces between them go
+ *                   through normalizer, pre-tokenizer and model.
+ * Anything else (model WordPiece/Unigram/WordLevel; pre-tokenizers ByteLevel,
+ * Split, Whitespace, Digits...; normalizers NFC, NFKC, Lowercase...; Regex
+ * patterns) fails to load with TXC_ERR_UNSUPPORTED and a message naming the
+ * component, e.g. "tokenizer.json: pre_tokenizer ByteLevel not supported yet".
+ *
+ * Deviations from the crate, on purpose:
+ *   - decode() rejects ids that are out of range (TXC_ERR_INVALID); the crate
+ *     silently drops them.
+ *   - "truncation" and "padding" in tokenizer.json are ignored, as
+ *     transformers does (it turns them off unless a call asks for them).
+ *   - single_word added tokens: the "is this a word character" test is exact
+ *     for ASCII and Latin-1 and approximated by Unicode blocks beyond (the
+ *     crate uses Rust's char::is_alphanumeric; no shipped tokenizer uses it).
+ *   - token strings cannot hold a NUL character (cJSON strings).
+ *
+ * A txc_tokenizer is immutable after loading: encode/decode may run from
+ * many threads at once. A txc_detok_stream belongs to one thread.
+ */
+#ifndef TXC_TOKENIZER_H
+#define TXC_TOKENIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "txc/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct txc_tokenizer txc_tokenizer;
+
+/* Load a tokenizer.json. `path` is the file, or a directory holding
+ * "tokenizer.json". On success *out owns the tokenizer (txc_tokenizer_free).
+ * Errors: TXC_ERR_INVALID (NULL argument), TXC_ERR_IO (missing/unreadable),
+ * TXC_ERR_FORMAT (not JSON, a field of the wrong type, a merge whose parts or
+ * result are not in the vocab — as the crate's BpeBuilder), TXC_ERR_UNSUPPORTED
+ * (a valid component txc does not implement; the message names it),
+ * TXC_ERR_NOMEM. Added-token ids follow the crate's AddedVocabulary: a token
+ * already in the model vocab keeps its id, others are numbered after it. */
+txc_status txc_tokenizer_load(const char *path, txc_tokenizer **out);
+
+/* Free a tokenizer (NULL is ignored). */
+void txc_tokenizer_free(txc_tokenizer *tok);
+
+/* Encode `len` bytes of UTF-8 `text` (it may contain NUL; NULL is allowed
+ * when len is 0) as Tokenizer::encode(text, add_special_tokens) does:
+ * added-token split, normalizer, pre-tokenizer, BPE; add_special_tokens
+ * applies the post-processor (the BOS of Llama's template).
+ * On success *ids is malloc'd (caller frees; non-NULL even when *n_ids is 0).
+ * Errors: TXC_ERR_INVALID (NULL argument, invalid UTF-8), TXC_ERR_FORMAT
+ * (unk_token needed but absent from the vocab), TXC_ERR_NOMEM. Cost: O(n log n)
+ * in the length of the longest piece (Llama has no pre-tokenizer: one piece
+ * per span between added tokens). */
+txc_status txc_tokenizer_encode(const txc_tokenizer *tok, const char *text, size_t len,
+                                bool add_special_tokens, int32_t **ids, size_t *n_ids);
+
+/* Decode ids to UTF-8 as Tokenizer::decode(ids, skip_special_tokens): each id
+ * becomes its token string (added tokens' content, else the model's),
+ * special added tokens are dropped when skip_special_tokens, then the decoder
+ * chain runs (ByteFallback turns "<0xXX>" runs into bytes; a run that is not
+ * valid UTF-8 becomes one U+FFFD per byte, as the crate). No
+ * clean_up_tokenization_spaces (transformers' option; false for Llama).
+ * On success *text is malloc'd and NUL-terminated, *len its length without
+ * the NUL (len may be NULL). Errors: TXC_ERR_INVALID (NULL argument, an id < 0
+ * or without a token), TXC_ERR_NOMEM. */
+txc_status txc_tokenizer_decode(const txc_tokenizer *tok, const int32_t *ids, size_t n_ids,
+                                bool skip_special_tokens, char **text, size_t *len);
+
+/* Number of ids: max id + 1 over the model vocab and the added tokens (the
+ * embedding rows a model needs). 32000 for Llama-2, 32045 for Phi-3-vision. */
+int32_t txc_tokenizer_vocab_size(const txc_tokenizer *tok);
+/* The token string of `id` (added token content first, as the crate's
+ * id_to_token); NULL when out of range or a gap. Valid while tok lives. */
+const char *txc_tokenizer_id_to_token(const txc_tokenizer *tok, int32_t id);
+/* The id of a token string (added tokens first, then the model vocab), -1
+ * when absent. */
+int32_t txc_tokenizer_token_to_id(const txc_tokenizer *tok, const char *token);
+/* Whether id is an added token marked "special" (what skip_special_tokens drops). */
+bool txc_tokenizer_is_special(const txc_tokenizer *tok, int32_t id);
+/* The BOS id: the first SpecialToken of the post-processor's "single"
+ * template when it comes before $A; otherwise a special added token named
+ * "<s>", "<bos>", "<|begin_of_text|>" or "<|startoftext|>"; -1 if none. */
+int32_t txc_tokenizer_bos_id(const txc_tokenizer *tok);
+
+/* ---- streaming detokenizer -------------------------------------------------
+ *
+ * Prints generated tokens as they come, as transformers' TextStreamer means
+ * to: the text is decode(all ids so far) and each put() returns only the new
+ * part that can no longer change. The concatenation of everything put() and
+ * flush() return equals txc_tokenizer_decode() of all the ids, exactly:
+ *   - a trailing run of "<0xXX>" byte tokens (ByteFallback decoder) is held
+ *     back until a non-byte token (or flush) closes it, since the next byte
+ *     could complete it — or turn all of it into U+FFFD, as the crate does;
+ *     with other decoders, text ending in U+FFFD is held back;
+ *   - Strip's removal of the leading space applies to the start of the whole
+ *     text only (the stream decodes a sliding window whose own start effects
+ *     cancel out), so cost per token stays O(window), not O(text).
+ */
+typedef struct txc_detok_stream txc_detok_stream;
+
+/* A new stream over `tok` (which must outlive it). NULL + TXC_ERR_INVALID
+ * (tok NULL) or TXC_ERR_NOMEM. */
+txc_detok_stream *txc_detok_stream_new(const txc_tokenizer *tok, bool skip_special_tokens);
+/* Append one id; *piece gets the newly printable text (a pointer into the
+ * stream, valid until the next call; NUL-terminated), *piece_len its length,
+ * possibly 0. Errors: TXC_ERR_INVALID (NULL argument, id out of range; the
+ * stream is unchanged), TXC_ERR_NOMEM. */
+txc_status txc_detok_stream_put(txc_detok_stream *s, int32_t id, const char **piece,
+                                size_t *piece_len);
+/* Emit whatever is held back (end of generation). The stream can go on
+ * afterwards (as if nothing had been held). */
+txc_status txc_detok_stream_flush(txc_detok_stream *s, const char **piece, size_t *piece_len);
+/* Free a stream (NULL is ignored). */
+void txc_detok_stream_free(txc_detok_stream *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
