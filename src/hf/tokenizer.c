@@ -261,6 +261,40 @@ static void pattern_list_free(pattern_list *l)
     free(l->v);
 }
 
+/* The crate's normalized_cache: a normalized token whose content the
+ * normalizer changes decodes as its normalized form (and, since
+ * is_special_token then sees that form, is not skipped as special). The
+ * cache is keyed by id: an earlier entry's form stays unless replaced. */
+static txc_status set_decode_form(txc_tokenizer *t, tk_added *a)
+{
+    tk_buf b = {0};
+    txc_status st = TXC_OK;
+    if (a->normalized && t->n_norm) {
+        st = tk_buf_append(&b, a->content, a->len);
+        if (!st)
+            st = tk_normalize(t, &b);
+        if (!st && (b.n != a->len || memcmp(b.p, a->content, b.n) != 0)) {
+            a->dec = b.p;
+            a->dec_len = b.n;
+            return TXC_OK;
+        }
+        tk_buf_free(&b);
+    }
+    for (tk_added *e = a; !st && e-- > t->added;) {
+        if (e->id == a->id) {
+            if (e->dec) {
+                a->dec = malloc(e->dec_len + 1);
+                if (!a->dec)
+                    return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
+                memcpy(a->dec, e->dec, e->dec_len + 1);
+                a->dec_len = e->dec_len;
+            }
+            break;
+        }
+    }
+    return st;
+}
+
 /* AddedVocabulary::add_tokens, one token at a time as the crate's
  * deserializer calls it; then refresh_added_tokens builds the two tries. */
 static txc_status load_added_tokens(txc_tokenizer *t, const cJSON *list)
@@ -338,6 +372,7 @@ static txc_status load_added_tokens(txc_tokenizer *t, const cJSON *list)
         memcpy(a.content, content->valuestring, a.len + 1);
         a.id = id;
         t->added[t->n_added++] = a;
+        st = set_decode_form(t, &t->added[t->n_added - 1]);
     }
     if (!st) {
         t->n_ids = t->bpe.n_ids > max_added + 1 ? t->bpe.n_ids : max_added + 1;
@@ -510,8 +545,10 @@ void txc_tokenizer_free(txc_tokenizer *t)
     if (!t)
         return;
     tk_bpe_free(&t->bpe);
-    for (size_t i = 0; i < t->n_added; i++)
+    for (size_t i = 0; i < t->n_added; i++) {
         free(t->added[i].content);
+        free(t->added[i].dec);
+    }
     free(t->added);
     tk_strmap_free(&t->added_map);
     tk_strmap_free(&t->special_set);
@@ -627,8 +664,8 @@ const char *tk_token_of(const txc_tokenizer *t, int32_t id, size_t *len)
         return NULL;
     if (t->added_by_id[id] >= 0) {
         const tk_added *a = &t->added[t->added_by_id[id]];
-        *len = a->len;
-        return a->content;
+        *len = a->dec ? a->dec_len : a->len;
+        return a->dec ? a->dec : a->content;
     }
     if (id < t->bpe.n_ids && t->bpe.id_tok[id]) {
         *len = t->bpe.id_len[id];

@@ -229,6 +229,11 @@ txc_status tk_bpe_tokenize(const tk_bpe *m, const char *s, size_t len, int32_t *
 typedef struct tk_added {
     char *content;
     size_t len;
+    /* The string decode uses: the normalized content for a normalized token
+     * that the normalizer changes (the crate's normalized_cache, 0.23), else
+     * NULL (content). */
+    char *dec;
+    size_t dec_len;
     int32_t id;
     bool special, lstrip, rstrip, normalized, single_word;
 } tk_added;
