@@ -1,7 +1,206 @@
-/* attention ops: shape/dtype inference and CPU kernels. See ops/registry.h. */
+/* attention ops: F.scaled_dot_product_attention (shape/dtype inference and
+ * CPU kernel). See ops/registry.h and include/txc/ops.h.
+ *
+ * For each (batch, kv head) the query rows of the heads that share that kv
+ * head (grouped-query attention) are processed together in chunks of up to
+ * 64 rows: scores = Q·Kᵀ (the NT GEMM of linalg.c, reading K rows in place
+ * with their strides, so a static-cache view narrowed to the valid prefix
+ * is not copied), scale, mask, softmax in float32, then P·V (the NN GEMM,
+ * V rows read in place). A fully masked row gives zeros, as torch (2.5+)
+ * does. */
 #include "ops/registry.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* From linalg.c (shared kernels). */
+void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                      txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
+void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                      txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
+void txc_kern_to_f32(txc_dtype dt, const void *src, int64_t stride, float *dst, int64_t n);
+void txc_kern_from_f32(txc_dtype dt, const float *src, void *dst, int64_t n);
+const char *txc_kern_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape);
+
+#define SHAPE(buf, t) txc_kern_shape_str(buf, sizeof buf, (t)->ndim, (t)->shape)
+
+static txc_status infer_sdpa(txc_tensor *const *in, int n_in, const txc_op_attrs *a, txc_meta *m)
+{
+    static const char op[] = "aten::scaled_dot_product_attention";
+    char s0[160], s1[160], s2[160];
+    if (n_in != 3 && n_in != 4)
+        return txc_error(TXC_ERR_INTERNAL, "%s: expected 3 or 4 inputs, got %d", op, n_in);
+    const txc_tensor *q = in[0], *k = in[1], *v = in[2], *mask = n_in > 3 ? in[3] : NULL;
+    if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4)
+        return txc_error(TXC_ERR_INVALID,
+                         "%s: q, k, v must be 4-D (batch, heads, seq, head_dim); got %s, %s, %s", op, SHAPE(s0, q),
+                         SHAPE(s1, k), SHAPE(s2, v));
+    if (!txc_dtype_is_float(q->dtype) || !txc_dtype_is_float(k->dtype) || !txc_dtype_is_float(v->dtype))
+        return txc_error(TXC_ERR_INVALID, "%s: q, k, v must be float tensors (got %s, %s, %s)", op,
+                         txc_dtype_name(q->dtype), txc_dtype_name(k->dtype), txc_dtype_name(v->dtype));
+    int64_t B = q->shape[0], Hq = q->shape[1], E = q->shape[3], Hkv = k->shape[1], S = k->shape[2];
+    if (k->shape[0] != B || v->shape[0] != B)
+        return txc_error(TXC_ERR_INVALID, "%s: batch sizes differ: q %s, k %s, v %s", op, SHAPE(s0, q), SHAPE(s1, k),
+                         SHAPE(s2, v));
+    if (v->shape[1] != Hkv || v->shape[2] != S)
+        return txc_error(TXC_ERR_INVALID, "%s: k %s and v %s must have the same heads and sequence length", op,
+                         SHAPE(s0, k), SHAPE(s1, v));
+    if (k->shape[3] != E)
+        return txc_error(TXC_ERR_INVALID, "%s: q %s and k %s must have the same head_dim", op, SHAPE(s0, q),
+                         SHAPE(s1, k));
+    if (Hkv == 0 ? Hq != 0 : Hq % Hkv != 0)
+        return txc_error(TXC_ERR_INVALID,
+                         "%s: the number of query heads (%lld) must be a multiple of the number of key/value heads "
+                         "(%lld): q %s, k %s",
+                         op, (long long)Hq, (long long)Hkv, SHAPE(s0, q), SHAPE(s1, k));
+    if (mask) {
+        if (a->flags & TXC_ATTR_CAUSAL)
+            return txc_error(TXC_ERR_INVALID, "%s: an explicit attn_mask should not be set when is_causal=True", op);
+        if (mask->dtype != TXC_BOOL && !txc_dtype_is_float(mask->dtype))
+            return txc_error(TXC_ERR_INVALID, "%s: attn_mask must be bool or float, got %s", op,
+                             txc_dtype_name(mask->dtype));
+        int64_t target[4] = {B, Hq, q->shape[2], S};
+        bool ok = mask->ndim <= 4;
+        for (int i = 0; ok && i < mask->ndim; i++) {
+            int64_t s = mask->shape[mask->ndim - 1 - i];
+            ok = s == 1 || s == target[3 - i];
+        }
+        if (!ok)
+            return txc_error(TXC_ERR_INVALID, "%s: attn_mask %s cannot be broadcast to %s", op, SHAPE(s0, mask),
+                             txc_kern_shape_str(s1, sizeof s1, 4, target));
+    }
+    m->dtype = txc_promote(q->dtype, txc_promote(k->dtype, v->dtype));
+    m->ndim = 4;
+    m->shape[0] = B;
+    m->shape[1] = Hq;
+    m->shape[2] = q->shape[2];
+    m->shape[3] = v->shape[3];
+    return TXC_OK;
+}
+
+static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
+{
+    const txc_tensor *q = in[0], *k = in[1], *v = in[2], *mask = n_in > 3 ? in[3] : NULL;
+    const int64_t B = q->shape[0], Hq = q->shape[1], L = q->shape[2], E = q->shape[3];
+    const int64_t Hkv = k->shape[1], S = k->shape[2], Ev = v->shape[3];
+    const bool causal = (a->flags & TXC_ATTR_CAUSAL) != 0;
+    if (out->numel == 0)
+        return TXC_OK;
+    const int64_t G = Hq / Hkv, R = G * L;
+    const float scale = isnan(a->f[0]) ? (float)(1.0 / sqrt((double)E)) : (float)a->f[0];
+
+    /* K and V are read in place when their rows have unit inner stride. */
+    bool k_pack = E > 1 && k->strides[3] != 1, v_pack = Ev > 1 && v->strides[3] != 1;
+    int64_t rc = S > 0 ? 262144 / S : 64;
+    rc = rc < 1 ? 1 : rc > 64 ? 64 : rc;
+    if (rc > R)
+        rc = R;
+    size_t nq = (size_t)(rc * E), ns = (size_t)(rc * (S > 0 ? S : 1)), no = (size_t)(rc * Ev);
+    size_t nk = k_pack ? (size_t)(S * E) : 0, nv = v_pack ? (size_t)(S * Ev) : 0;
+    float *work = malloc((nq + ns + no + nk + nv + 1) * sizeof(float));
+    if (!work)
+        return txc_error(TXC_ERR_NOMEM, "aten::scaled_dot_product_attention: out of memory");
+    float *qbuf = work, *sbuf = qbuf + nq, *obuf = sbuf + ns, *kbuf = obuf + no, *vbuf = kbuf + nk;
+
+    int64_t mst[4] = {0, 0, 0, 0};
+    if (mask) {
+        int64_t target[4] = {B, Hq, L, S};
+        txc_broadcast_strides(mask, 4, target, mst);
+    }
+    const char *qp = txc_impl_data(q), *kp = txc_impl_data(k), *vp = txc_impl_data(v);
+    const char *mp = mask ? txc_impl_data(mask) : NULL;
+    size_t eq = txc_dtype_size(q->dtype), ek = txc_dtype_size(k->dtype), ev = txc_dtype_size(v->dtype);
+    char *op = txc_impl_data(out);
+    size_t eo = txc_dtype_size(out->dtype);
+
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < Hkv; h++) {
+            const char *kb = kp + (size_t)(b * k->strides[0] + h * k->strides[1]) * ek;
+            const char *vb = vp + (size_t)(b * v->strides[0] + h * v->strides[1]) * ev;
+            const void *K = kb, *V = vb;
+            txc_dtype kdt = k->dtype, vdt = v->dtype;
+            int64_t ldk = k->strides[2], ldv = v->strides[2];
+            if (k_pack) {
+                for (int64_t j = 0; j < S; j++)
+                    txc_kern_to_f32(k->dtype, kb + (size_t)(j * k->strides[2]) * ek, k->strides[3], kbuf + j * E, E);
+                K = kbuf, kdt = TXC_F32, ldk = E;
+            }
+            if (v_pack) {
+                for (int64_t j = 0; j < S; j++)
+                    txc_kern_to_f32(v->dtype, vb + (size_t)(j * v->strides[2]) * ev, v->strides[3], vbuf + j * Ev,
+                                    Ev);
+                V = vbuf, vdt = TXC_F32, ldv = Ev;
+            }
+            /* output rows of this group are contiguous: heads h*G .. h*G+G-1 */
+            int64_t out_row0 = (b * Hq + h * G) * L;
+            for (int64_t r0 = 0; r0 < R; r0 += rc) {
+                int64_t nr = r0 + rc <= R ? rc : R - r0, Sc = S;
+                for (int64_t rr = 0; rr < nr; rr++) {
+                    int64_t r = r0 + rr, hq = h * G + r / L, i = r % L;
+                    txc_kern_to_f32(q->dtype, qp + (size_t)(b * q->strides[0] + hq * q->strides[1] + i * q->strides[2]) * eq,
+                                    q->strides[3], qbuf + rr * E, E);
+                }
+                if (causal) { /* keys past the last row's position are never used */
+                    int64_t imax = 0;
+                    for (int64_t rr = 0; rr < nr; rr++) {
+                        int64_t i = (r0 + rr) % L;
+                        imax = i > imax ? i : imax;
+                    }
+                    Sc = imax + 1 < S ? imax + 1 : S;
+                }
+                txc_kern_gemm_nt(nr, Sc, E, qbuf, E, K, kdt, ldk, sbuf, Sc);
+                for (int64_t rr = 0; rr < nr; rr++) {
+                    int64_t r = r0 + rr, hq = h * G + r / L, i = r % L;
+                    float *s = sbuf + rr * Sc;
+                    int64_t valid = causal ? (i + 1 < Sc ? i + 1 : Sc) : Sc;
+                    for (int64_t j = 0; j < valid; j++)
+                        s[j] *= scale;
+                    for (int64_t j = valid; j < Sc; j++)
+                        s[j] = -INFINITY;
+                    if (mask) {
+                        int64_t mo = b * mst[0] + hq * mst[1] + i * mst[2];
+                        if (mask->dtype == TXC_BOOL) {
+                            const uint8_t *mb = (const uint8_t *)mp;
+                            for (int64_t j = 0; j < Sc; j++)
+                                if (!mb[mo + j * mst[3]])
+                                    s[j] = -INFINITY;
+                        } else if (mask->dtype == TXC_F32) {
+                            const float *mf = (const float *)mp;
+                            for (int64_t j = 0; j < Sc; j++)
+                                s[j] += mf[mo + j * mst[3]];
+                        } else {
+                            for (int64_t j = 0; j < Sc; j++)
+                                s[j] += (float)txc_dtype_load(mask->dtype, mp, (size_t)(mo + j * mst[3]));
+                        }
+                    }
+                    float mx = -INFINITY;
+                    for (int64_t j = 0; j < Sc; j++)
+                        mx = s[j] > mx ? s[j] : mx;
+                    if (mx == -INFINITY) { /* nothing to attend to: zeros, as torch */
+                        memset(s, 0, (size_t)Sc * sizeof(float));
+                        continue;
+                    }
+                    float sum = 0.0f;
+                    for (int64_t j = 0; j < Sc; j++) {
+                        s[j] = expf(s[j] - mx);
+                        sum += s[j];
+                    }
+                    float inv = 1.0f / sum;
+                    for (int64_t j = 0; j < Sc; j++)
+                        s[j] *= inv;
+                }
+                float *o = out->dtype == TXC_F32 ? (float *)op + (out_row0 + r0) * Ev : obuf;
+                txc_kern_gemm_nn(nr, Ev, Sc, sbuf, Sc, V, vdt, ldv, o, Ev);
+                if (o == obuf)
+                    txc_kern_from_f32(out->dtype, obuf, op + (size_t)((out_row0 + r0) * Ev) * eo, nr * Ev);
+            }
+        }
+    free(work);
+    return TXC_OK;
+}
 
 void txc_ops_register_attention(txc_op_def *t)
 {
-    (void)t;
+    t[TXC_OP_SDPA] = (txc_op_def){.infer = infer_sdpa, .cpu = cpu_sdpa};
 }

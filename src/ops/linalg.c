@@ -1,7 +1,936 @@
-/* linalg ops: shape/dtype inference and CPU kernels. See ops/registry.h. */
+/* linalg ops: matmul and linear (shape/dtype inference and CPU kernels),
+ * plus the float32 GEMM kernels that attention.c shares. See ops/registry.h.
+ *
+ * Kernels (A is float32, rows of stride lda; B is float32, bfloat16 or
+ * float16 read as stored; C is float32; accumulation in float32):
+ *   txc_kern_gemm_nt: C[i,j] = sum_k A[i,k] * B[j,k]  (x·Wᵀ: both operands
+ *                     are read along contiguous rows; the linear/GEMV path)
+ *   txc_kern_gemm_nn: C[i,j] = sum_k A[i,k] * B[k,j]  (B row-major)
+ * On x86-64 CPUs with AVX2+FMA+F16C the tiles use 256-bit FMAs (4x4 output
+ * tiles of dot products for NT, 4 rows x 16 columns of broadcast-FMAs for
+ * NN), chosen at run time; elsewhere a portable C path runs. No threads yet.
+ */
 #include "ops/registry.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define TXC_HAVE_X86 1
+#define TXC_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define TXC_INLINE_AVX2 static inline __attribute__((always_inline, target("avx2,fma,f16c")))
+#else
+#define TXC_HAVE_X86 0
+#endif
+
+/* Shared with attention.c / nn.c (declared there; see the report on a header). */
+void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                      txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
+void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                      txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
+void txc_kern_to_f32(txc_dtype dt, const void *src, int64_t stride, float *dst, int64_t n);
+void txc_kern_from_f32(txc_dtype dt, const float *src, void *dst, int64_t n);
+const char *txc_kern_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape);
+int txc_kern_simd_level(void);
+void txc_kern_set_simd_level(int level);
+
+/* ---- CPU features ------------------------------------------------------------ */
+
+static int simd_auto;          /* 1: AVX2+FMA+F16C available */
+static int simd_override = -1; /* tests force the portable path with 0 */
+static pthread_once_t simd_once = PTHREAD_ONCE_INIT;
+
+static void simd_detect(void)
+{
+#if TXC_HAVE_X86
+    __builtin_cpu_init();
+    simd_auto = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+#else
+    simd_auto = 0;
+#endif
+}
+
+int txc_kern_simd_level(void)
+{
+    pthread_once(&simd_once, simd_detect);
+    int o = __atomic_load_n(&simd_override, __ATOMIC_RELAXED);
+    return o >= 0 && o < simd_auto ? o : simd_auto;
+}
+
+/* -1: automatic; 0: the portable C kernels (for tests). */
+void txc_kern_set_simd_level(int level) { __atomic_store_n(&simd_override, level, __ATOMIC_RELAXED); }
+
+/* ---- conversions --------------------------------------------------------------- */
+
+static inline float bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint16_t f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+#if TXC_HAVE_X86
+TXC_AVX2 static void f16_to_f32_avx2(const uint16_t *s, float *d, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+    for (; i < n; i++)
+        d[i] = txc_f16_to_f32(s[i]);
+}
+
+TXC_AVX2 static void f32_to_f16_avx2(const float *s, uint16_t *d, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++)
+        d[i] = txc_f32_to_f16(s[i]);
+}
+#endif
+
+/* n elements of `dt` at `src` (element stride `stride`) to contiguous f32. */
+void txc_kern_to_f32(txc_dtype dt, const void *src, int64_t stride, float *dst, int64_t n)
+{
+    if (n <= 0)
+        return;
+    if (stride == 1 || n == 1) {
+        switch (dt) {
+        case TXC_F32: memcpy(dst, src, (size_t)n * 4); return;
+        case TXC_BF16: {
+            const uint16_t *s = src;
+            for (int64_t i = 0; i < n; i++)
+                dst[i] = bf16_to_f32(s[i]);
+            return;
+        }
+        case TXC_F16:
+#if TXC_HAVE_X86
+            if (txc_kern_simd_level() >= 1) {
+                f16_to_f32_avx2(src, dst, n);
+                return;
+            }
+#endif
+            for (int64_t i = 0; i < n; i++)
+                dst[i] = txc_f16_to_f32(((const uint16_t *)src)[i]);
+            return;
+        default:
+            for (int64_t i = 0; i < n; i++)
+                dst[i] = (float)txc_dtype_load(dt, src, (size_t)i);
+            return;
+        }
+    }
+    switch (dt) {
+    case TXC_F32:
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = ((const float *)src)[i * stride];
+        return;
+    case TXC_BF16:
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = bf16_to_f32(((const uint16_t *)src)[i * stride]);
+        return;
+    default:
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = (float)txc_dtype_load(dt, src, (size_t)(i * stride));
+        return;
+    }
+}
+
+/* n contiguous f32 to contiguous `dt` (round to nearest even; torch's casts). */
+void txc_kern_from_f32(txc_dtype dt, const float *src, void *dst, int64_t n)
+{
+    if (n <= 0)
+        return;
+    switch (dt) {
+    case TXC_F32: memmove(dst, src, (size_t)n * 4); return;
+    case TXC_BF16:
+        for (int64_t i = 0; i < n; i++)
+            ((uint16_t *)dst)[i] = f32_to_bf16(src[i]);
+        return;
+    case TXC_F16:
+#if TXC_HAVE_X86
+        if (txc_kern_simd_level() >= 1) {
+            f32_to_f16_avx2(src, dst, n);
+            return;
+        }
+#endif
+        for (int64_t i = 0; i < n; i++)
+            ((uint16_t *)dst)[i] = txc_f32_to_f16(src[i]);
+        return;
+    default:
+        for (int64_t i = 0; i < n; i++)
+            txc_dtype_store(dt, dst, (size_t)i, src[i]);
+        return;
+    }
+}
+
+const char *txc_kern_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape)
+{
+    size_t n = 0;
+    n += (size_t)snprintf(buf + n, cap - n, "(");
+    for (int i = 0; i < ndim && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, i ? ", %lld" : "%lld", (long long)shape[i]);
+    if (ndim == 1 && n < cap)
+        n += (size_t)snprintf(buf + n, cap - n, ",");
+    if (n < cap)
+        snprintf(buf + n, cap - n, ")");
+    return buf;
+}
+
+/* ---- portable kernels --------------------------------------------------------- */
+
+static float dot_f32(const float *a, const float *b, int64_t K)
+{
+    float acc[8] = {0};
+    int64_t k = 0;
+    for (; k + 8 <= K; k += 8)
+        for (int u = 0; u < 8; u++)
+            acc[u] += a[k + u] * b[k + u];
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; k < K; k++)
+        s += a[k] * b[k];
+    return s;
+}
+
+static size_t bsize(txc_dtype dt) { return dt == TXC_F32 ? 4 : 2; }
+
+static void gemm_nt_generic(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                            txc_dtype bdt, int64_t ldb, float *C, int64_t ldc)
+{
+    float *row = NULL;
+    if (bdt != TXC_F32) {
+        row = malloc((size_t)K * sizeof(float));
+        if (!row) { /* no memory for a row: element by element */
+            for (int64_t j = 0; j < N; j++)
+                for (int64_t i = 0; i < M; i++) {
+                    float s = 0;
+                    for (int64_t k = 0; k < K; k++)
+                        s += A[i * lda + k] * (float)txc_dtype_load(bdt, B, (size_t)(j * ldb + k));
+                    C[i * ldc + j] = s;
+                }
+            return;
+        }
+    }
+    for (int64_t j = 0; j < N; j++) {
+        const float *b = (const float *)B + j * ldb;
+        if (row) {
+            txc_kern_to_f32(bdt, (const char *)B + (size_t)(j * ldb) * bsize(bdt), 1, row, K);
+            b = row;
+        }
+        for (int64_t i = 0; i < M; i++)
+            C[i * ldc + j] = dot_f32(A + i * lda, b, K);
+    }
+    free(row);
+}
+
+static void gemm_nn_generic(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                            txc_dtype bdt, int64_t ldb, float *C, int64_t ldc)
+{
+    for (int64_t i = 0; i < M; i++)
+        memset(C + i * ldc, 0, (size_t)N * sizeof(float));
+    float *row = NULL;
+    if (bdt != TXC_F32) {
+        row = malloc((size_t)N * sizeof(float));
+        if (!row) {
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) {
+                    float s = 0;
+                    for (int64_t k = 0; k < K; k++)
+                        s += A[i * lda + k] * (float)txc_dtype_load(bdt, B, (size_t)(k * ldb + j));
+                    C[i * ldc + j] = s;
+                }
+            return;
+        }
+    }
+    for (int64_t k = 0; k < K; k++) {
+        const float *b = (const float *)B + k * ldb;
+        if (row) {
+            txc_kern_to_f32(bdt, (const char *)B + (size_t)(k * ldb) * bsize(bdt), 1, row, N);
+            b = row;
+        }
+        for (int64_t i = 0; i < M; i++) {
+            float a = A[i * lda + k], *c = C + i * ldc;
+            for (int64_t j = 0; j < N; j++)
+                c[j] += a * b[j];
+        }
+    }
+    free(row);
+}
+
+/* ---- AVX2 kernels ---------------------------------------------------------------- */
+
+#if TXC_HAVE_X86
+TXC_INLINE_AVX2 __m256 ld8(const char *p, const int dt)
+{
+    if (dt == TXC_F32)
+        return _mm256_loadu_ps((const float *)p);
+    if (dt == TXC_BF16)
+        return _mm256_castsi256_ps(
+            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+TXC_INLINE_AVX2 float ld1(const char *p, const int dt)
+{
+    uint16_t h;
+    if (dt == TXC_F32) {
+        float f;
+        memcpy(&f, p, 4);
+        return f;
+    }
+    memcpy(&h, p, 2);
+    return dt == TXC_BF16 ? bf16_to_f32(h) : _cvtsh_ss(h);
+}
+
+TXC_INLINE_AVX2 float hsum8(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* The 4 horizontal sums of a, b, c, d. */
+TXC_INLINE_AVX2 __m128 hsum8x4(__m256 a, __m256 b, __m256 c, __m256 d)
+{
+    __m256 ab = _mm256_hadd_ps(a, b), cd = _mm256_hadd_ps(c, d);
+    __m256 abcd = _mm256_hadd_ps(ab, cd);
+    return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+/* One MR x NR tile of C = A·Bᵀ (MR, NR <= 4; constants after inlining). */
+TXC_INLINE_AVX2 void nt_tile(const int MR, const int NR, const int DT, int64_t K, const float *A, int64_t lda,
+                             const char *B, int64_t ldb, float *C, int64_t ldc)
+{
+    const size_t es = DT == TXC_F32 ? 4 : 2;
+    const char *b[4];
+    __m256 acc[4][4];
+    for (int j = 0; j < NR; j++)
+        b[j] = B + (size_t)(j * ldb) * es;
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++)
+            acc[i][j] = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 8 <= K; k += 8) {
+        __m256 bv[4];
+        for (int j = 0; j < NR; j++)
+            bv[j] = ld8(b[j] + (size_t)k * es, DT);
+        for (int i = 0; i < MR; i++) {
+            __m256 a = _mm256_loadu_ps(A + i * lda + k);
+            for (int j = 0; j < NR; j++)
+                acc[i][j] = _mm256_fmadd_ps(a, bv[j], acc[i][j]);
+        }
+    }
+    float tail[4][4];
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++)
+            tail[i][j] = 0.0f;
+    for (; k < K; k++)
+        for (int i = 0; i < MR; i++)
+            for (int j = 0; j < NR; j++)
+                tail[i][j] += A[i * lda + k] * ld1(b[j] + (size_t)k * es, DT);
+    for (int i = 0; i < MR; i++) {
+        if (NR == 4) {
+            __m128 s = _mm_add_ps(hsum8x4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]), _mm_loadu_ps(tail[i]));
+            _mm_storeu_ps(C + i * ldc, s);
+        } else {
+            for (int j = 0; j < NR; j++)
+                C[i * ldc + j] = hsum8(acc[i][j]) + tail[i][j];
+        }
+    }
+}
+
+/* C = A·Bᵀ over blocks of B rows that stay in L2 while every A row uses them. */
+TXC_INLINE_AVX2 void nt_blocked(const int DT, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                                const char *B, int64_t ldb, float *C, int64_t ldc)
+{
+    const size_t es = DT == TXC_F32 ? 4 : 2;
+    int64_t nb = (int64_t)(160 * 1024 / ((size_t)(K > 0 ? K : 1) * es)) & ~(int64_t)3;
+    if (nb < 4)
+        nb = 4;
+    for (int64_t n0 = 0; n0 < N; n0 += nb) {
+        int64_t n1 = n0 + nb < N ? n0 + nb : N;
+        int64_t m = 0;
+        for (; m + 4 <= M; m += 4) {
+            const float *a = A + m * lda;
+            float *c = C + m * ldc;
+            int64_t n = n0;
+            for (; n + 4 <= n1; n += 4)
+                nt_tile(4, 4, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);
+            for (; n < n1; n++)
+                nt_tile(4, 1, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);
+        }
+        for (; m < M; m++) {
+            const float *a = A + m * lda;
+            float *c = C + m * ldc;
+            int64_t n = n0;
+            for (; n + 4 <= n1; n += 4)
+                nt_tile(1, 4, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);
+            for (; n < n1; n++)
+                nt_tile(1, 1, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);
+        }
+    }
+}
+
+TXC_AVX2 static void nt_avx2_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                                 int64_t ldb, float *C, int64_t ldc)
+{
+    nt_blocked(TXC_F32, M, N, K, A, lda, B, ldb, C, ldc);
+}
+
+TXC_AVX2 static void nt_avx2_bf16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                                  int64_t ldb, float *C, int64_t ldc)
+{
+    nt_blocked(TXC_BF16, M, N, K, A, lda, B, ldb, C, ldc);
+}
+
+TXC_AVX2 static void nt_avx2_f16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                                 int64_t ldb, float *C, int64_t ldc)
+{
+    nt_blocked(TXC_F16, M, N, K, A, lda, B, ldb, C, ldc);
+}
+
+/* One MR x (8*NV) tile of C = A·B (B row-major): broadcast A, FMA rows of B. */
+TXC_INLINE_AVX2 void nn_tile(const int MR, const int NV, const int DT, int64_t K, const float *A, int64_t lda,
+                             const char *B, int64_t ldb, float *C, int64_t ldc)
+{
+    const size_t es = DT == TXC_F32 ? 4 : 2;
+    __m256 acc[4][2];
+    for (int i = 0; i < MR; i++)
+        for (int v = 0; v < NV; v++)
+            acc[i][v] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < K; k++) {
+        const char *brow = B + (size_t)(k * ldb) * es;
+        __m256 bv[2];
+        for (int v = 0; v < NV; v++)
+            bv[v] = ld8(brow + (size_t)(8 * v) * es, DT);
+        for (int i = 0; i < MR; i++) {
+            __m256 a = _mm256_broadcast_ss(A + i * lda + k);
+            for (int v = 0; v < NV; v++)
+                acc[i][v] = _mm256_fmadd_ps(a, bv[v], acc[i][v]);
+        }
+    }
+    for (int i = 0; i < MR; i++)
+        for (int v = 0; v < NV; v++)
+            _mm256_storeu_ps(C + i * ldc + 8 * v, acc[i][v]);
+}
+
+TXC_INLINE_AVX2 void nn_cols_tail(const int DT, int64_t M, int64_t j0, int64_t N, int64_t K, const float *A,
+                                  int64_t lda, const char *B, int64_t ldb, float *C, int64_t ldc)
+{
+    const size_t es = DT == TXC_F32 ? 4 : 2;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = j0; j < N; j++) {
+            float s = 0.0f;
+            for (int64_t k = 0; k < K; k++)
+                s += A[i * lda + k] * ld1(B + (size_t)(k * ldb + j) * es, DT);
+            C[i * ldc + j] = s;
+        }
+}
+
+TXC_INLINE_AVX2 void nn_blocked(const int DT, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                                const char *B, int64_t ldb, float *C, int64_t ldc)
+{
+    const size_t es = DT == TXC_F32 ? 4 : 2;
+    int64_t j = 0;
+    for (; j + 16 <= N; j += 16) {
+        const char *b = B + (size_t)j * es;
+        int64_t i = 0;
+        for (; i + 4 <= M; i += 4)
+            nn_tile(4, 2, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc);
+        for (; i < M; i++)
+            nn_tile(1, 2, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc);
+    }
+    for (; j + 8 <= N; j += 8) {
+        const char *b = B + (size_t)j * es;
+        int64_t i = 0;
+        for (; i + 4 <= M; i += 4)
+            nn_tile(4, 1, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc);
+        for (; i < M; i++)
+            nn_tile(1, 1, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc);
+    }
+    if (j < N)
+        nn_cols_tail(DT, M, j, N, K, A, lda, B, ldb, C, ldc);
+}
+
+TXC_AVX2 static void nn_avx2_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                                 int64_t ldb, float *C, int64_t ldc)
+{
+    nn_blocked(TXC_F32, M, N, K, A, lda, B, ldb, C, ldc);
+}
+
+TXC_AVX2 static void nn_avx2_bf16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                                  int64_t ldb, float *C, int64_t ldc)
+{
+    nn_blocked(TXC_BF16, M, N, K, A, lda, B, ldb, C, ldc);
+}
+
+TXC_AVX2 static void nn_avx2_f16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                                 int64_t ldb, float *C, int64_t ldc)
+{
+    nn_blocked(TXC_F16, M, N, K, A, lda, B, ldb, C, ldc);
+}
+#endif
+
+/* ---- GEMM entry points ------------------------------------------------------------- */
+
+void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                      txc_dtype bdt, int64_t ldb, float *C, int64_t ldc)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    if (K <= 0) {
+        for (int64_t i = 0; i < M; i++)
+            memset(C + i * ldc, 0, (size_t)N * sizeof(float));
+        return;
+    }
+#if TXC_HAVE_X86
+    if (txc_kern_simd_level() >= 1) {
+        if (bdt == TXC_F32) {
+            nt_avx2_f32(M, N, K, A, lda, B, ldb, C, ldc);
+            return;
+        }
+        /* Half-precision B: convert on the fly for a single row of A (GEMV,
+         * where B is read once anyway); for more rows, convert blocks of B
+         * once to f32 and run the f32 tiles over them. */
+        float *tmp = NULL;
+        int64_t nb = 0;
+        if (M > 1) {
+            nb = (int64_t)(128 * 1024 / ((size_t)K * 4)) & ~(int64_t)3;
+            if (nb < 4)
+                nb = 4;
+            if (nb > N)
+                nb = N;
+            tmp = malloc((size_t)nb * (size_t)K * sizeof(float));
+        }
+        if (!tmp) {
+            (bdt == TXC_BF16 ? nt_avx2_bf16 : nt_avx2_f16)(M, N, K, A, lda, B, ldb, C, ldc);
+            return;
+        }
+        for (int64_t n0 = 0; n0 < N; n0 += nb) {
+            int64_t n = n0 + nb < N ? nb : N - n0;
+            for (int64_t j = 0; j < n; j++)
+                txc_kern_to_f32(bdt, (const char *)B + (size_t)((n0 + j) * ldb) * 2, 1, tmp + j * K, K);
+            nt_avx2_f32(M, n, K, A, lda, tmp, K, C + n0, ldc);
+        }
+        free(tmp);
+        return;
+    }
+#endif
+    gemm_nt_generic(M, N, K, A, lda, B, bdt, ldb, C, ldc);
+}
+
+void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                      txc_dtype bdt, int64_t ldb, float *C, int64_t ldc)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    if (K <= 0) {
+        for (int64_t i = 0; i < M; i++)
+            memset(C + i * ldc, 0, (size_t)N * sizeof(float));
+        return;
+    }
+#if TXC_HAVE_X86
+    if (txc_kern_simd_level() >= 1) {
+        (bdt == TXC_F32 ? nn_avx2_f32 : bdt == TXC_BF16 ? nn_avx2_bf16 : nn_avx2_f16)(M, N, K, A, lda, B, ldb, C,
+                                                                                   ldc);
+        return;
+    }
+#endif
+    gemm_nn_generic(M, N, K, A, lda, B, bdt, ldb, C, ldc);
+}
+
+/* ---- helpers for the ops ---------------------------------------------------------- */
+
+static bool is_gemm_dtype(txc_dtype dt) { return dt == TXC_F32 || dt == TXC_BF16 || dt == TXC_F16; }
+
+/* Pack a rows x cols strided matrix (element strides rs, cs) of any dtype
+ * into contiguous f32. */
+static void pack_f32(const char *base, txc_dtype dt, int64_t rows, int64_t cols, int64_t rs, int64_t cs, float *dst)
+{
+    size_t es = txc_dtype_size(dt);
+    for (int64_t r = 0; r < rows; r++)
+        txc_kern_to_f32(dt, base + (size_t)(r * rs) * es, cs, dst + r * cols, cols);
+}
+
+static void *alloc_f32(int64_t n)
+{
+    return malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+}
+
+static txc_status oom(const char *op)
+{
+    return txc_error(TXC_ERR_NOMEM, "%s: out of memory for a work buffer", op);
+}
+
+/* out (rows x cols, contiguous, dtype of out) from an f32 buffer. */
+static void store_rows(txc_tensor *out, int64_t elem_off, const float *src, int64_t n)
+{
+    char *d = (char *)txc_impl_data(out) + (size_t)elem_off * txc_dtype_size(out->dtype);
+    txc_kern_from_f32(out->dtype, src, d, n);
+}
+
+/* ---- matmul ----------------------------------------------------------------------- */
+
+/* Batched view of a matmul operand: batch dims (broadcast to the result's),
+ * rows x cols with element strides. */
+typedef struct mm_operand {
+    int64_t rows, cols, rs, cs;
+    int64_t bstrides[TXC_MAX_DIMS];
+} mm_operand;
+
+static txc_status infer_matmul(txc_tensor *const *in, int n_in, const txc_op_attrs *a, txc_meta *m)
+{
+    const txc_tensor *x = in[0], *y = in[1];
+    char sx[160], sy[160];
+    if (n_in != 2)
+        return txc_error(TXC_ERR_INTERNAL, "aten::matmul: expected 2 inputs, got %d", n_in);
+    if (x->ndim == 0 || y->ndim == 0)
+        return txc_error(TXC_ERR_INVALID, "aten::matmul: both arguments need to be at least 1-D, got shapes %s and %s",
+                         txc_kern_shape_str(sx, sizeof sx, x->ndim, x->shape),
+                         txc_kern_shape_str(sy, sizeof sy, y->ndim, y->shape));
+    if (x->dtype == TXC_BOOL || y->dtype == TXC_BOOL)
+        return txc_error(TXC_ERR_UNSUPPORTED, "aten::matmul: not implemented for bool tensors");
+    int64_t kx = x->shape[x->ndim - 1], ky = y->ndim == 1 ? y->shape[0] : y->shape[y->ndim - 2];
+    if (kx != ky)
+        return txc_error(TXC_ERR_INVALID, "aten::matmul: shapes %s and %s cannot be multiplied (%lld vs %lld)",
+                         txc_kern_shape_str(sx, sizeof sx, x->ndim, x->shape),
+                         txc_kern_shape_str(sy, sizeof sy, y->ndim, y->shape), (long long)kx, (long long)ky);
+    m->dtype = txc_promote(x->dtype, y->dtype);
+    int nbx = x->ndim > 2 ? x->ndim - 2 : 0, nby = y->ndim > 2 ? y->ndim - 2 : 0, nb;
+    int64_t batch[TXC_MAX_DIMS];
+    if (txc_broadcast_shapes("aten::matmul", nbx, x->shape, nby, y->shape, &nb, batch) != TXC_OK)
+        return TXC_ERR_INVALID;
+    m->ndim = 0;
+    for (int i = 0; i < nb; i++)
+        m->shape[m->ndim++] = batch[i];
+    if (x->ndim >= 2)
+        m->shape[m->ndim++] = x->shape[x->ndim - 2];
+    if (y->ndim >= 2)
+        m->shape[m->ndim++] = y->shape[y->ndim - 1];
+    return TXC_OK;
+}
+
+static void mm_describe(const txc_tensor *t, bool is_left, int nb, const int64_t *batch, mm_operand *o)
+{
+    if (t->ndim == 1) {
+        if (is_left) { /* (1, k) */
+            o->rows = 1, o->cols = t->shape[0], o->rs = 0, o->cs = t->strides[0];
+        } else { /* (k, 1) */
+            o->rows = t->shape[0], o->cols = 1, o->rs = t->strides[0], o->cs = 0;
+        }
+    } else {
+        o->rows = t->shape[t->ndim - 2], o->cols = t->shape[t->ndim - 1];
+        o->rs = t->strides[t->ndim - 2], o->cs = t->strides[t->ndim - 1];
+    }
+    /* Strides of size-1 dims do not matter: make them "contiguous". */
+    if (o->cols == 1)
+        o->cs = 1;
+    if (o->rows == 1)
+        o->rs = o->cols;
+    int tb = t->ndim > 2 ? t->ndim - 2 : 0;
+    for (int i = 0; i < nb; i++) {
+        int it = tb - nb + i;
+        o->bstrides[i] = (it >= 0 && t->shape[it] == batch[i] && batch[i] != 1) ? t->strides[it] : 0;
+    }
+}
+
+static txc_status matmul_int(txc_tensor *out, const txc_tensor *x, const txc_tensor *y, const mm_operand *ox,
+                             const mm_operand *oy, int nb, const int64_t *batch, int64_t nbatch)
+{
+    int64_t n = ox->rows, k = ox->cols, p = oy->cols, idx[TXC_MAX_DIMS] = {0};
+    const char *bx = txc_impl_data(x), *by = txc_impl_data(y);
+    for (int64_t bi = 0; bi < nbatch; bi++) {
+        int64_t offx = 0, offy = 0;
+        for (int d = 0; d < nb; d++)
+            offx += idx[d] * ox->bstrides[d], offy += idx[d] * oy->bstrides[d];
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < p; j++) {
+                uint64_t s = 0; /* wraps as torch's integer accumulation */
+                for (int64_t q = 0; q < k; q++) {
+                    int64_t va = (int64_t)txc_dtype_load(x->dtype, bx, (size_t)(offx + i * ox->rs + q * ox->cs));
+                    int64_t vb = (int64_t)txc_dtype_load(y->dtype, by, (size_t)(offy + q * oy->rs + j * oy->cs));
+                    if (x->dtype == TXC_I64)
+                        va = ((const int64_t *)bx)[offx + i * ox->rs + q * ox->cs];
+                    if (y->dtype == TXC_I64)
+                        vb = ((const int64_t *)by)[offy + q * oy->rs + j * oy->cs];
+                    s += (uint64_t)va * (uint64_t)vb;
+                }
+                size_t o = (size_t)((bi * n + i) * p + j);
+                if (out->dtype == TXC_I64)
+                    ((int64_t *)txc_impl_data(out))[o] = (int64_t)s;
+                else
+                    ((int32_t *)txc_impl_data(out))[o] = (int32_t)(uint32_t)s;
+            }
+        for (int d = nb - 1; d >= 0; d--) {
+            if (++idx[d] < batch[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+    return TXC_OK;
+}
+
+static txc_status cpu_matmul(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
+{
+    const txc_tensor *x = in[0], *y = in[1];
+    int nbx = x->ndim > 2 ? x->ndim - 2 : 0, nby = y->ndim > 2 ? y->ndim - 2 : 0, nb;
+    int64_t batch[TXC_MAX_DIMS];
+    txc_broadcast_shapes("aten::matmul", nbx, x->shape, nby, y->shape, &nb, batch);
+    mm_operand ox, oy;
+    mm_describe(x, true, nb, batch, &ox);
+    mm_describe(y, false, nb, batch, &oy);
+    int64_t nbatch = 1;
+    for (int i = 0; i < nb; i++)
+        nbatch *= batch[i];
+    int64_t n = ox.rows, k = ox.cols, p = oy.cols;
+    if (out->numel == 0)
+        return TXC_OK;
+    if (!txc_dtype_is_float(out->dtype))
+        return matmul_int(out, x, y, &ox, &oy, nb, batch, nbatch);
+
+    const char *bx = txc_impl_data(x), *by = txc_impl_data(y);
+    size_t esx = txc_dtype_size(x->dtype), esy = txc_dtype_size(y->dtype);
+    bool y_bcast = true; /* y the same for every batch: fold the batch into the rows */
+    for (int i = 0; i < nb; i++)
+        y_bcast = y_bcast && oy.bstrides[i] == 0;
+    int64_t M = n, nbl = nbatch;
+    if (y_bcast) {
+        M = n * nbatch;
+        nbl = 1;
+    }
+    /* A: rows of x as f32 (direct when f32 with unit column stride and the
+     * rows evenly spaced, else packed). */
+    bool a_direct = x->dtype == TXC_F32 && ox.cs == 1;
+    int64_t lda = ox.rs;
+    if (y_bcast && nbatch > 1) {
+        /* rows of all batches evenly spaced: x contiguous (*, n, k), not broadcast */
+        a_direct = a_direct && txc_tensor_is_contiguous(x) && x->ndim - 2 == nb && x->ndim >= 3;
+        lda = k;
+    }
+    /* B: row-major (unit column stride) for NN, or unit row stride for NT. */
+    bool b_typed = is_gemm_dtype(y->dtype);
+    bool use_nt = b_typed && oy.rs == 1 && (oy.cs != 1 || p < 16);
+    bool use_nn = !use_nt && b_typed && oy.cs == 1;
+    bool b_pack = !use_nt && !use_nn;
+
+    float *abuf = NULL, *bbuf = NULL, *cbuf = NULL;
+    if (!a_direct && !(abuf = alloc_f32(M * k)))
+        return oom("aten::matmul");
+    if (b_pack && !(bbuf = alloc_f32(k * p))) {
+        free(abuf);
+        return oom("aten::matmul");
+    }
+    if (out->dtype != TXC_F32 && !(cbuf = alloc_f32(M * p))) {
+        free(abuf);
+        free(bbuf);
+        return oom("aten::matmul");
+    }
+    int64_t idx[TXC_MAX_DIMS] = {0};
+    for (int64_t bi = 0; bi < nbl; bi++) {
+        int64_t offx = 0, offy = 0;
+        for (int d = 0; d < nb; d++)
+            offx += idx[d] * ox.bstrides[d], offy += idx[d] * oy.bstrides[d];
+        const float *A;
+        if (a_direct) {
+            A = (const float *)(bx + (size_t)offx * esx);
+        } else if (y_bcast) {
+            /* pack every batch's n x k block */
+            int64_t jdx[TXC_MAX_DIMS] = {0};
+            for (int64_t bj = 0; bj < nbatch; bj++) {
+                int64_t o = 0;
+                for (int d = 0; d < nb; d++)
+                    o += jdx[d] * ox.bstrides[d];
+                pack_f32(bx + (size_t)o * esx, x->dtype, n, k, ox.rs, ox.cs, abuf + bj * n * k);
+                for (int d = nb - 1; d >= 0; d--) {
+                    if (++jdx[d] < batch[d])
+                        break;
+                    jdx[d] = 0;
+                }
+            }
+            A = abuf;
+            lda = k;
+        } else {
+            pack_f32(bx + (size_t)offx * esx, x->dtype, n, k, ox.rs, ox.cs, abuf);
+            A = abuf;
+            lda = k;
+        }
+        float *C = cbuf ? cbuf : (float *)txc_impl_data(out) + bi * M * p;
+        const char *B = by + (size_t)offy * esy;
+        if (use_nt) {
+            txc_kern_gemm_nt(M, p, k, A, lda, B, y->dtype, oy.cs, C, p);
+        } else if (use_nn) {
+            txc_kern_gemm_nn(M, p, k, A, lda, B, y->dtype, oy.rs, C, p);
+        } else {
+            pack_f32(B, y->dtype, k, p, oy.rs, oy.cs, bbuf);
+            txc_kern_gemm_nn(M, p, k, A, lda, bbuf, TXC_F32, p, C, p);
+        }
+        if (cbuf)
+            store_rows(out, bi * M * p, cbuf, M * p);
+        for (int d = nb - 1; d >= 0; d--) {
+            if (++idx[d] < batch[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+    free(abuf);
+    free(bbuf);
+    free(cbuf);
+    return TXC_OK;
+}
+
+/* ---- linear ------------------------------------------------------------------------- */
+
+static txc_status infer_linear(txc_tensor *const *in, int n_in, const txc_op_attrs *a, txc_meta *m)
+{
+    bool has_bias = !(a->flags & TXC_ATTR_NO_BIAS);
+    if (n_in != (has_bias ? 3 : 2))
+        return txc_error(TXC_ERR_INTERNAL, "aten::linear: expected %d inputs, got %d", has_bias ? 3 : 2, n_in);
+    const txc_tensor *x = in[0], *w = in[1];
+    char sx[160], sw[160];
+    if (!txc_dtype_is_float(x->dtype) || !txc_dtype_is_float(w->dtype))
+        return txc_error(TXC_ERR_UNSUPPORTED, "aten::linear: float inputs only (got %s input, %s weight)",
+                         txc_dtype_name(x->dtype), txc_dtype_name(w->dtype));
+    if (w->ndim != 2 || x->ndim < 1 || x->shape[x->ndim - 1] != w->shape[1])
+        return txc_error(TXC_ERR_INVALID,
+                         "aten::linear: input %s and weight %s do not match: weight must be (out_features, "
+                         "in_features) with in_features the input's last dim",
+                         txc_kern_shape_str(sx, sizeof sx, x->ndim, x->shape),
+                         txc_kern_shape_str(sw, sizeof sw, w->ndim, w->shape));
+    m->dtype = txc_promote(x->dtype, w->dtype);
+    if (has_bias) {
+        const txc_tensor *b = in[2];
+        if (!txc_dtype_is_float(b->dtype))
+            return txc_error(TXC_ERR_UNSUPPORTED, "aten::linear: float bias only (got %s)", txc_dtype_name(b->dtype));
+        if (b->ndim > 1 || (b->ndim == 1 && b->shape[0] != w->shape[0] && b->shape[0] != 1))
+            return txc_error(TXC_ERR_INVALID, "aten::linear: bias %s does not match weight %s (out_features %lld)",
+                             txc_kern_shape_str(sx, sizeof sx, b->ndim, b->shape),
+                             txc_kern_shape_str(sw, sizeof sw, w->ndim, w->shape), (long long)w->shape[0]);
+        m->dtype = txc_promote(m->dtype, b->dtype);
+    }
+    m->ndim = x->ndim;
+    memcpy(m->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    m->shape[x->ndim - 1] = w->shape[0];
+    return TXC_OK;
+}
+
+static txc_status cpu_linear(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
+{
+    const txc_tensor *x = in[0], *w = in[1], *bias = (a->flags & TXC_ATTR_NO_BIAS) ? NULL : in[2];
+    int64_t K = w->shape[1], N = w->shape[0], M = K > 0 ? x->numel / K : 1;
+    if (K == 0)
+        for (int i = 0; i < x->ndim - 1; i++)
+            M = i == 0 ? x->shape[0] : M * x->shape[i];
+    if (x->ndim == 1)
+        M = 1;
+    if (M == 0 || N == 0)
+        return TXC_OK;
+
+    /* A = x as (M, K) f32 rows: direct when f32, unit inner stride and
+     * evenly spaced rows; else packed. */
+    const float *A = NULL;
+    int64_t lda = K;
+    float *abuf = NULL, *cbuf = NULL, *bbuf = NULL;
+    if (x->dtype == TXC_F32 && (K <= 1 || x->strides[x->ndim - 1] == 1)) {
+        if (txc_tensor_is_contiguous(x) || x->ndim == 1)
+            A = txc_impl_data(x), lda = K;
+        else if (x->ndim == 2)
+            A = txc_impl_data(x), lda = x->strides[0];
+    }
+    if (!A && M * K > 0) {
+        if (!(abuf = alloc_f32(M * K)))
+            return oom("aten::linear");
+        /* rows of the leading dims, any strides */
+        int64_t idx[TXC_MAX_DIMS] = {0};
+        const char *base = txc_impl_data(x);
+        size_t es = txc_dtype_size(x->dtype);
+        int nd = x->ndim - 1;
+        for (int64_t r = 0; r < M; r++) {
+            int64_t off = 0;
+            for (int d = 0; d < nd; d++)
+                off += idx[d] * x->strides[d];
+            txc_kern_to_f32(x->dtype, base + (size_t)off * es, x->strides[x->ndim - 1], abuf + r * K, K);
+            for (int d = nd - 1; d >= 0; d--) {
+                if (++idx[d] < x->shape[d])
+                    break;
+                idx[d] = 0;
+            }
+        }
+        A = abuf;
+        lda = K;
+    }
+    float *C = out->dtype == TXC_F32 ? (float *)txc_impl_data(out) : (cbuf = alloc_f32(M * N));
+    if (!C) {
+        free(abuf);
+        return oom("aten::linear");
+    }
+    const char *W = txc_impl_data(w);
+    int64_t ws0 = w->strides[0], ws1 = w->strides[1];
+    if (K <= 1)
+        ws1 = 1;
+    if (N == 1)
+        ws0 = K;
+    if (ws1 == 1) {
+        txc_kern_gemm_nt(M, N, K, A, lda, W, w->dtype, ws0, C, N);
+    } else if (ws0 == 1) {
+        /* weight is a transposed view of a row-major (in, out) matrix */
+        txc_kern_gemm_nn(M, N, K, A, lda, W, w->dtype, ws1, C, N);
+    } else {
+        if (!(bbuf = alloc_f32(N * K))) {
+            free(abuf);
+            free(cbuf);
+            return oom("aten::linear");
+        }
+        pack_f32(W, w->dtype, N, K, ws0, ws1, bbuf);
+        txc_kern_gemm_nt(M, N, K, A, lda, bbuf, TXC_F32, K, C, N);
+    }
+    if (bias) {
+        float bstack[1024], *bv = N <= 1024 ? bstack : alloc_f32(N);
+        if (!bv) {
+            free(abuf);
+            free(bbuf);
+            free(cbuf);
+            return oom("aten::linear");
+        }
+        if (bias->ndim == 0 || bias->shape[0] == 1) {
+            float v = (float)txc_dtype_load(bias->dtype, txc_impl_data(bias), 0);
+            for (int64_t j = 0; j < N; j++)
+                bv[j] = v;
+        } else {
+            txc_kern_to_f32(bias->dtype, txc_impl_data(bias), bias->strides[0], bv, N);
+        }
+        for (int64_t i = 0; i < M; i++) {
+            float *c = C + i * N;
+            for (int64_t j = 0; j < N; j++)
+                c[j] += bv[j];
+        }
+        if (bv != bstack)
+            free(bv);
+    }
+    if (cbuf)
+        store_rows(out, 0, cbuf, M * N);
+    free(abuf);
+    free(bbuf);
+    free(cbuf);
+    return TXC_OK;
+}
 
 void txc_ops_register_linalg(txc_op_def *t)
 {
-    (void)t;
+    t[TXC_OP_MATMUL] = (txc_op_def){.infer = infer_matmul, .cpu = cpu_matmul};
+    t[TXC_OP_LINEAR] = (txc_op_def){.infer = infer_linear, .cpu = cpu_linear};
 }

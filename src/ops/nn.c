@@ -1,7 +1,673 @@
-/* nn ops: shape/dtype inference and CPU kernels. See ops/registry.h. */
+/* nn ops: embedding, rms_norm, layer_norm, cat, stack, index_select,
+ * index_copy(_), tril, triu — shape/dtype inference and CPU kernels. See
+ * ops/registry.h. Inputs are read with any strides; outputs are contiguous
+ * (index_copy_ writes into self, contiguous, touching only the indexed
+ * slices). */
 #include "ops/registry.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* From linalg.c (shared kernels). */
+void txc_kern_to_f32(txc_dtype dt, const void *src, int64_t stride, float *dst, int64_t n);
+void txc_kern_from_f32(txc_dtype dt, const float *src, void *dst, int64_t n);
+const char *txc_kern_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape);
+
+#define SHAPE(buf, t) txc_kern_shape_str(buf, sizeof buf, (t)->ndim, (t)->shape)
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static void nd_next(int64_t *idx, int nd, const int64_t *shape)
+{
+    for (int d = nd - 1; d >= 0; d--) {
+        if (++idx[d] < shape[d])
+            return;
+        idx[d] = 0;
+    }
+}
+
+static inline void copy_elems(const char *s, txc_dtype sdt, int64_t ss, char *d, txc_dtype ddt, int64_t ds, int64_t n)
+{
+    size_t es = txc_dtype_size(sdt), ed = txc_dtype_size(ddt);
+    if (ss == 1 && ds == 1) {
+        txc_dtype_convert(sdt, s, ddt, d, (size_t)n);
+        return;
+    }
+    if (sdt == ddt) {
+        switch (es) {
+        case 1:
+            for (int64_t i = 0; i < n; i++)
+                d[i * ds] = s[i * ss];
+            return;
+        case 2:
+            for (int64_t i = 0; i < n; i++)
+                memcpy(d + (size_t)(i * ds) * 2, s + (size_t)(i * ss) * 2, 2);
+            return;
+        case 4:
+            for (int64_t i = 0; i < n; i++)
+                memcpy(d + (size_t)(i * ds) * 4, s + (size_t)(i * ss) * 4, 4);
+            return;
+        default:
+            for (int64_t i = 0; i < n; i++)
+                memcpy(d + (size_t)(i * ds) * es, s + (size_t)(i * ss) * es, es);
+            return;
+        }
+    }
+    for (int64_t i = 0; i < n; i++)
+        txc_dtype_convert(sdt, s + (size_t)(i * ss) * es, ddt, d + (size_t)(i * ds) * ed, 1);
+}
+
+/* dst[i...] = (ddt) src[i...] over an n-d block with element strides.
+ * Adjacent dims that are contiguous in both are merged, so dense blocks
+ * copy in long runs. */
+static void copy_block(int nd, const int64_t *shape, const char *src, txc_dtype sdt, const int64_t *ss, char *dst,
+                       txc_dtype ddt, const int64_t *ds)
+{
+    int64_t rs[TXC_MAX_DIMS + 1], rss[TXC_MAX_DIMS + 1], rds[TXC_MAX_DIMS + 1]; /* innermost first */
+    int n = 0;
+    for (int i = nd - 1; i >= 0; i--) {
+        if (shape[i] == 0)
+            return;
+        if (shape[i] == 1)
+            continue;
+        if (n > 0 && ss[i] == rss[n - 1] * rs[n - 1] && ds[i] == rds[n - 1] * rs[n - 1]) {
+            rs[n - 1] *= shape[i];
+        } else {
+            rs[n] = shape[i], rss[n] = ss[i], rds[n] = ds[i];
+            n++;
+        }
+    }
+    if (n == 0) {
+        copy_elems(src, sdt, 1, dst, ddt, 1, 1);
+        return;
+    }
+    size_t es = txc_dtype_size(sdt), ed = txc_dtype_size(ddt);
+    int64_t outer = 1, idx[TXC_MAX_DIMS] = {0};
+    for (int i = 1; i < n; i++)
+        outer *= rs[i];
+    for (int64_t o = 0; o < outer; o++) {
+        int64_t so = 0, dof = 0;
+        for (int i = 1; i < n; i++)
+            so += idx[i] * rss[i], dof += idx[i] * rds[i];
+        copy_elems(src + (size_t)so * es, sdt, rss[0], dst + (size_t)dof * ed, ddt, rds[0], rs[0]);
+        for (int i = 1; i < n; i++) {
+            if (++idx[i] < rs[i])
+                break;
+            idx[i] = 0;
+        }
+    }
+}
+
+/* Shape/strides of t without dim d. */
+static int drop_dim(const txc_tensor *t, int d, int64_t *shape, int64_t *strides)
+{
+    int n = 0;
+    for (int i = 0; i < t->ndim; i++)
+        if (i != d)
+            shape[n] = t->shape[i], strides[n++] = t->strides[i];
+    return n;
+}
+
+/* Element offset of row r (an index over all dims but the last). */
+static int64_t row_offset(const txc_tensor *t, int64_t r)
+{
+    int64_t off = 0;
+    for (int d = t->ndim - 2; d >= 0; d--) {
+        int64_t s = t->shape[d];
+        off += (r % s) * t->strides[d];
+        r /= s;
+    }
+    return off;
+}
+
+/* Read a 0/1-d int32/int64 index tensor into int64s (malloc'd). */
+static int64_t *read_index(const txc_tensor *index, int64_t *n)
+{
+    *n = index->numel;
+    int64_t *v = malloc((size_t)(*n > 0 ? *n : 1) * sizeof(int64_t));
+    if (!v)
+        return NULL;
+    const char *p = txc_impl_data(index);
+    int64_t st = index->ndim ? index->strides[0] : 1;
+    for (int64_t i = 0; i < *n; i++)
+        v[i] = index->dtype == TXC_I64 ? ((const int64_t *)p)[i * st] : ((const int32_t *)p)[i * st];
+    return v;
+}
+
+static bool is_index_dtype(txc_dtype dt) { return dt == TXC_I32 || dt == TXC_I64; }
+
+/* ---- embedding ------------------------------------------------------------------- */
+
+static txc_status infer_embedding(txc_tensor *const *in, int n_in, const txc_op_attrs *a, txc_meta *m)
+{
+    const txc_tensor *w = in[0], *ids = in[1];
+    char s[160];
+    if (n_in != 2)
+        return txc_error(TXC_ERR_INTERNAL, "aten::embedding: expected 2 inputs, got %d", n_in);
+    if (w->ndim != 2)
+        return txc_error(TXC_ERR_INVALID, "aten::embedding: weight must be 2-D (num_embeddings, dim), got %s",
+                         SHAPE(s, w));
+    if (!is_index_dtype(ids->dtype))
+        return txc_error(TXC_ERR_INVALID, "aten::embedding: ids must be int32 or int64, got %s",
+                         txc_dtype_name(ids->dtype));
+    if (ids->ndim + 1 > TXC_MAX_DIMS)
+        return txc_error(TXC_ERR_INVALID, "aten::embedding: result would have more than %d dims", TXC_MAX_DIMS);
+    m->dtype = w->dtype;
+    m->ndim = ids->ndim + 1;
+    memcpy(m->shape, ids->shape, sizeof(int64_t) * (size_t)ids->ndim);
+    m->shape[ids->ndim] = w->shape[1];
+    return TXC_OK;
+}
+
+static txc_status cpu_embedding(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
+{
+    const txc_tensor *w = in[0], *ids = in[1];
+    int64_t rows = w->shape[0], D = w->shape[1], idx[TXC_MAX_DIMS] = {0};
+    size_t es = txc_dtype_size(w->dtype);
+    const char *wp = txc_impl_data(w), *ip = txc_impl_data(ids);
+    char *op = txc_impl_data(out);
+    for (int64_t i = 0; i < ids->numel; i++) {
+        int64_t off = 0;
+        for (int d = 0; d < ids->ndim; d++)
+            off += idx[d] * ids->strides[d];
+        int64_t id = ids->dtype == TXC_I64 ? ((const int64_t *)ip)[off] : ((const int32_t *)ip)[off];
+        if (id < 0 || id >= rows)
+            return txc_error(TXC_ERR_INVALID, "aten::embedding: id %lld out of range for a table of %lld rows",
+                             (long long)id, (long long)rows);
+        copy_elems(wp + (size_t)(id * w->strides[0]) * es, w->dtype, w->strides[1], op + (size_t)(i * D) * es,
+                   w->dtype, 1, D);
+        nd_next(idx, ids->ndim, ids->shape);
+    }
+    return TXC_OK;
+}
+
+/* ---- rms_norm / layer_norm ---------------------------------------------------------- */
+
+static txc_status check_norm_param(const char *op, const char *what, const txc_tensor *x, const txc_tensor *p)
+{
+    char sx[160], sp[160];
+    if (!txc_dtype_is_float(p->dtype))
+        return txc_error(TXC_ERR_INVALID, "%s: %s must be a float tensor, got %s", op, what, txc_dtype_name(p->dtype));
+    if (p->ndim != 1 || p->shape[0] != x->shape[x->ndim - 1])
+        return txc_error(TXC_ERR_INVALID, "%s: %s %s does not match the last dim of the input %s", op, what,
+                         SHAPE(sp, p), SHAPE(sx, x));
+    return TXC_OK;
+}
+
+static txc_status infer_rms_norm(txc_tensor *const *in, int n_in, const txc_op_attrs *a, txc_meta *m)
+{
+    bool has_w = !(a->flags & TXC_ATTR_NO_WEIGHT);
+    const txc_tensor *x = in[0];
+    if (n_in != (has_w ? 2 : 1))
+        return txc_error(TXC_ERR_INTERNAL, "aten::rms_norm: expected %d inputs, got %d", has_w ? 2 : 1, n_in);
+    if (!txc_dtype_is_float(x->dtype) || x->ndim < 1)
+        return txc_error(TXC_ERR_INVALID, "aten::rms_norm: input must be a float tensor with at least 1 dim (got %s, %d-d)",
+                         txc_dtype_name(x->dtype), x->ndim);
+    m->dtype = x->dtype;
+    if (has_w) {
+        if (check_norm_param("aten::rms_norm", "weight", x, in[1]) != TXC_OK)
+            return TXC_ERR_INVALID;
+        m->dtype = txc_promote(x->dtype, in[1]->dtype);
+    }
+    m->ndim = x->ndim;
+    memcpy(m->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    return TXC_OK;
+}
+
+static float round_to(txc_dtype dt, float v)
+{
+    if (dt == TXC_BF16)
+        return txc_bf16_to_f32(txc_f32_to_bf16(v));
+    if (dt == TXC_F16)
+        return txc_f16_to_f32(txc_f32_to_f16(v));
+    return v;
+}
+
+static txc_status cpu_rms_norm(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
+{
+    const txc_tensor *x = in[0], *w = n_in > 1 ? in[1] : NULL;
+    int64_t D = x->shape[x->ndim - 1];
+    if (out->numel == 0)
+        return TXC_OK;
+    int64_t rows = x->numel / D;
+    float *buf = malloc((size_t)D * 2 * sizeof(float));
+    if (!buf)
+        return txc_error(TXC_ERR_NOMEM, "aten::rms_norm: out of memory");
+    float *wv = buf + D;
+    if (w)
+        txc_kern_to_f32(w->dtype, txc_impl_data(w), w->strides[0], wv, D);
+    const char *xp = txc_impl_data(x);
+    size_t es = txc_dtype_size(x->dtype), eo = txc_dtype_size(out->dtype);
+    float eps = (float)a->f[0];
+    for (int64_t r = 0; r < rows; r++) {
+        txc_kern_to_f32(x->dtype, xp + (size_t)row_offset(x, r) * es, x->strides[x->ndim - 1], buf, D);
+        double ss = 0.0;
+        for (int64_t i = 0; i < D; i++) {
+            float sq = buf[i] * buf[i];
+            ss += sq;
+        }
+        float var = (float)(ss / (double)D);
+        float rs = 1.0f / sqrtf(var + eps);
+        for (int64_t i = 0; i < D; i++) {
+            float h = round_to(x->dtype, buf[i] * rs); /* hidden.to(input_dtype) */
+            buf[i] = w ? wv[i] * h : h;
+        }
+        txc_kern_from_f32(out->dtype, buf, (char *)txc_impl_data(out) + (size_t)(r * D) * eo, D);
+    }
+    free(buf);
+    return TXC_OK;
+}
+
+static txc_status layer_norm_params(txc_tensor *const *in, int n_in, const txc_op_attrs *a, const txc_tensor **w,
+                                    const txc_tensor **b)
+{
+    int k = 1;
+    *w = (a->flags & TXC_ATTR_NO_WEIGHT) ? NULL : (k < n_in ? in[k++] : NULL);
+    *b = (a->flags & TXC_ATTR_NO_BIAS) ? NULL : (k < n_in ? in[k++] : NULL);
+    int want = 1 + !(a->flags & TXC_ATTR_NO_WEIGHT) + !(a->flags & TXC_ATTR_NO_BIAS);
+    if (n_in != want)
+        return txc_error(TXC_ERR_INTERNAL, "aten::layer_norm: expected %d inputs, got %d", want, n_in);
+    return TXC_OK;
+}
+
+static txc_status infer_layer_norm(txc_tensor *const *in, int n_in, const txc_op_attrs *a, txc_meta *m)
+{
+    const txc_tensor *x = in[0], *w, *b;
+    if (layer_norm_params(in, n_in, a, &w, &b) != TXC_OK)
+        return TXC_ERR_INTERNAL;
+    if (!txc_dtype_is_float(x->dtype) || x->ndim < 1)
+        return txc_error(TXC_ERR_INVALID,
+                         "aten::layer_norm: input must be a float tensor with at least 1 dim (got %s, %d-d)",
+                         txc_dtype_name(x->dtype), x->ndim);
+    if (w && check_norm_param("aten::layer_norm", "weight", x, w) != TXC_OK)
+        return TXC_ERR_INVALID;
+    if (b && check_norm_param("aten::layer_norm", "bias", x, b) != TXC_OK)
+        return TXC_ERR_INVALID;
+    m->dtype = x->dtype;
+    m->ndim = x->ndim;
+    memcpy(m->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
+    return TXC_OK;
+}
+
+static txc_status cpu_layer_norm(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
+{
+    const txc_tensor *x = in[0], *w, *b;
+    layer_norm_params(in, n_in, a, &w, &b);
+    int64_t D = x->shape[x->ndim - 1];
+    if (out->numel == 0)
+        return TXC_OK;
+    int64_t rows = x->numel / D;
+    float *buf = malloc((size_t)D * 3 * sizeof(float));
+    if (!buf)
+        return txc_error(TXC_ERR_NOMEM, "aten::layer_norm: out of memory");
+    float *wv = buf + D, *bv = buf + 2 * D;
+    if (w)
+        txc_kern_to_f32(w->dtype, txc_impl_data(w), w->strides[0], wv, D);
+    if (b)
+        txc_kern_to_f32(b->dtype, txc_impl_data(b), b->strides[0], bv, D);
+    const char *xp = txc_impl_data(x);
+    size_t es = txc_dtype_size(x->dtype), eo = txc_dtype_size(out->dtype);
+    for (int64_t r = 0; r < rows; r++) {
+        txc_kern_to_f32(x->dtype, xp + (size_t)row_offset(x, r) * es, x->strides[x->ndim - 1], buf, D);
+        double s = 0.0, sq = 0.0;
+        for (int64_t i = 0; i < D; i++)
+            s += buf[i];
+        double mean = s / (double)D;
+        for (int64_t i = 0; i < D; i++) {
+            double d = buf[i] - mean;
+            sq += d * d;
+        }
+        double rstd = 1.0 / sqrt(sq / (double)D + a->f[0]);
+        for (int64_t i = 0; i < D; i++) {
+            double y = (buf[i] - mean) * rstd;
+            if (w)
+                y *= wv[i];
+            if (b)
+                y += bv[i];
+            buf[i] = (float)y;
+        }
+        txc_kern_from_f32(out->dtype, buf, (char *)txc_impl_data(out) + (size_t)(r * D) * eo, D);
+    }
+    free(buf);
+    return TXC_OK;
+}
+
+/* ---- cat / stack ------------------------------------------------------------------------ */
+
+static bool cat_skipped(const txc_tensor *t) { return t->ndim == 1 && t->shape[0] == 0; }
+
+static txc_status infer_cat(txc_tensor *const *in, int n_in, const txc_op_attrs *a, txc_meta *m)
+{
+    char s0[160], s1[160];
+    if (n_in < 1)
+        return txc_error(TXC_ERR_INVALID, "aten::cat: expected a non-empty list of tensors");
+    txc_dtype dt = in[0]->dtype;
+    for (int i = 1; i < n_in; i++)
+        dt = txc_promote(dt, in[i]->dtype);
+    int ref = -1;
+    for (int i = 0; i < n_in; i++) {
+        if (in[i]->ndim == 0)
+            return txc_error(TXC_ERR_INVALID, "aten::cat: zero-dimensional tensor (at position %d) cannot be concatenated",
+                             i);
+        if (ref < 0 && !cat_skipped(in[i]))
+            ref = i;
+    }
+    m->dtype = dt;
+    if (ref < 0) { /* only 1-D empty tensors */
+        int d;
+        if (txc_norm_dim("aten::cat", a->ints[0], 1, &d) != TXC_OK)
+            return TXC_ERR_INVALID;
+        m->ndim = 1;
+        m->shape[0] = 0;
+        return TXC_OK;
+    }
+    const txc_tensor *r = in[ref];
+    int d;
+    if (txc_norm_dim("aten::cat", a->ints[0], r->ndim, &d) != TXC_OK)
+        return TXC_ERR_INVALID;
+    m->ndim = r->ndim;
+    memcpy(m->shape, r->shape, sizeof(int64_t) * (size_t)r->ndim);
+    m->shape[d] = 0;
+    for (int i = 0; i < n_in; i++) {
+        const txc_tensor *t = in[i];
+        if (cat_skipped(t))
+            continue;
+        if (t->ndim != r->ndim)
+            return txc_error(TXC_ERR_INVALID,
+                             "aten::cat: tensors must have the same number of dims: tensor %d is %s, tensor %d is %s",
+                             ref, SHAPE(s0, r), i, SHAPE(s1, t));
+        for (int j = 0; j < r->ndim; j++)
+            if (j != d && t->shape[j] != r->shape[j])
+                return txc_error(TXC_ERR_INVALID,
+                                 "aten::cat: sizes of tensors must match except in dimension %d: tensor %d is %s, "
+                                 "tensor %d is %s",
+                                 d, ref, SHAPE(s0, r), i, SHAPE(s1, t));
+        m->shape[d] += t->shape[d];
+    }
+    return TXC_OK;
+}
+
+static txc_status cpu_cat(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
+{
+    if (out->numel == 0)
+        return TXC_OK;
+    int d;
+    txc_norm_dim("aten::cat", a->ints[0], out->ndim, &d);
+    char *op = txc_impl_data(out);
+    size_t eo = txc_dtype_size(out->dtype);
+    int64_t pos = 0;
+    for (int i = 0; i < n_in; i++) {
+        const txc_tensor *t = in[i];
+        if (cat_skipped(t))
+            continue;
+        copy_block(t->ndim, t->shape, txc_impl_data(t), t->dtype, t->strides, op + (size_t)(pos * out->strides[d]) * eo,
+                   out->dtype, out->strides);
+        pos += t->shape[d];
+    }
+    return TXC_OK;
+}
+
+static txc_status infer_stack(txc_tensor *const *in, int n_in, const txc_op_attrs *a, txc_meta *m)
+{
+    char s0[160], s1[160];
+    if (n_in < 1)
+        return txc_error(TXC_ERR_INVALID, "aten::stack: expected a non-empty list of tensors");
+    const txc_tensor *r = in[0];
+    if (r->ndim + 1 > TXC_MAX_DIMS)
+        return txc_error(TXC_ERR_INVALID, "aten::stack: result would have more than %d dims", TXC_MAX_DIMS);
+    int d;
+    if (txc_norm_dim("aten::stack", a->ints[0], r->ndim + 1, &d) != TXC_OK)
+        return TXC_ERR_INVALID;
+    txc_dtype dt = r->dtype;
+    for (int i = 1; i < n_in; i++) {
+        const txc_tensor *t = in[i];
+        bool same = t->ndim == r->ndim;
+        for (int j = 0; same && j < r->ndim; j++)
+            same = t->shape[j] == r->shape[j];
+        if (!same)
+            return txc_error(TXC_ERR_INVALID, "aten::stack: stack expects each tensor to be equal size, but got %s at "
+                                              "entry 0 and %s at entry %d",
+                             SHAPE(s0, r), SHAPE(s1, t), i);
+        dt = txc_promote(dt, t->dtype);
+    }
+    m->dtype = dt;
+    m->ndim = r->ndim + 1;
+    for (int j = 0, k = 0; j < m->ndim; j++)
+        m->shape[j] = j == d ? n_in : r->shape[k++];
+    return TXC_OK;
+}
+
+static txc_status cpu_stack(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
+{
+    if (out->numel == 0)
+        return TXC_OK;
+    int d;
+    txc_norm_dim("aten::stack", a->ints[0], out->ndim, &d);
+    int64_t dshape[TXC_MAX_DIMS], dstr[TXC_MAX_DIMS];
+    drop_dim(out, d, dshape, dstr);
+    char *op = txc_impl_data(out);
+    size_t eo = txc_dtype_size(out->dtype);
+    for (int i = 0; i < n_in; i++) {
+        const txc_tensor *t = in[i];
+        copy_block(t->ndim, t->shape, txc_impl_data(t), t->dtype, t->strides, op + (size_t)(i * out->strides[d]) * eo,
+                   out->dtype, dstr);
+    }
+    return TXC_OK;
+}
+
+/* ---- index_select / index_copy ------------------------------------------------------------ */
+
+static txc_status check_index(const char *op, const txc_tensor *index)
+{
+    if (!is_index_dtype(index->dtype))
+        return txc_error(TXC_ERR_INVALID, "%s: index must be int32 or int64, got %s", op, txc_dtype_name(index->dtype));
+    if (index->ndim > 1)
+        return txc_error(TXC_ERR_INVALID, "%s: index must be 0-D or 1-D, got %d-D", op, index->ndim);
+    return TXC_OK;
+}
+
+static txc_status infer_index_select(txc_tensor *const *in, int n_in, const txc_op_attrs *a, txc_meta *m)
+{
+    const txc_tensor *t = in[0], *index = in[1];
+    int d;
+    if (n_in != 2)
+        return txc_error(TXC_ERR_INTERNAL, "aten::index_select: expected 2 inputs, got %d", n_in);
+    if (check_index("aten::index_select", index) != TXC_OK ||
+        txc_norm_dim("aten::index_select", a->ints[0], t->ndim, &d) != TXC_OK)
+        return TXC_ERR_INVALID;
+    m->dtype = t->dtype;
+    m->ndim = t->ndim;
+    memcpy(m->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    if (t->ndim == 0) {
+        if (index->numel != 1)
+            return txc_error(TXC_ERR_INVALID, "aten::index_select: a 0-d tensor takes exactly one index, got %lld",
+                             (long long)index->numel);
+    } else {
+        m->shape[d] = index->numel;
+    }
+    return TXC_OK;
+}
+
+/* Validate indices against a dim size (no negative wrap, as torch). */
+static txc_status check_range(const char *op, const int64_t *idx, int64_t n, int d, int64_t size)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (idx[i] < 0 || idx[i] >= size)
+            return txc_error(TXC_ERR_INVALID, "%s: index %lld out of range for dim %d of size %lld", op,
+                             (long long)idx[i], d, (long long)size);
+    return TXC_OK;
+}
+
+static txc_status cpu_index_select(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
+{
+    const txc_tensor *t = in[0];
+    int d;
+    txc_norm_dim("aten::index_select", a->ints[0], t->ndim, &d);
+    int64_t n, *idx = read_index(in[1], &n);
+    if (!idx)
+        return txc_error(TXC_ERR_NOMEM, "aten::index_select: out of memory");
+    int64_t size = t->ndim ? t->shape[d] : 1;
+    if (check_range("aten::index_select", idx, n, d, size) != TXC_OK) {
+        free(idx);
+        return TXC_ERR_INVALID;
+    }
+    const char *tp = txc_impl_data(t);
+    char *op = txc_impl_data(out);
+    size_t es = txc_dtype_size(t->dtype);
+    if (t->ndim == 0) {
+        memcpy(op, tp, es);
+        free(idx);
+        return TXC_OK;
+    }
+    int64_t sshape[TXC_MAX_DIMS], sstr[TXC_MAX_DIMS], oshape[TXC_MAX_DIMS], ostr[TXC_MAX_DIMS];
+    int nd = drop_dim(t, d, sshape, sstr);
+    drop_dim(out, d, oshape, ostr);
+    for (int64_t i = 0; i < n; i++)
+        copy_block(nd, sshape, tp + (size_t)(idx[i] * t->strides[d]) * es, t->dtype, sstr,
+                   op + (size_t)(i * out->strides[d]) * es, out->dtype, ostr);
+    free(idx);
+    return TXC_OK;
+}
+
+static txc_status infer_index_copy(txc_tensor *const *in, int n_in, const txc_op_attrs *a, txc_meta *m)
+{
+    const char *op = (a->flags & TXC_ATTR_INPLACE) ? "aten::index_copy_" : "aten::index_copy";
+    char s0[160], s1[160];
+    if (n_in != 3)
+        return txc_error(TXC_ERR_INTERNAL, "%s: expected 3 inputs, got %d", op, n_in);
+    const txc_tensor *self = in[0], *index = in[1], *src = in[2];
+    int d;
+    if (check_index(op, index) != TXC_OK || txc_norm_dim(op, a->ints[0], self->ndim, &d) != TXC_OK)
+        return TXC_ERR_INVALID;
+    bool ok = src->ndim == self->ndim || (self->ndim == 0 && src->ndim <= 1);
+    for (int i = 0; ok && i < self->ndim; i++)
+        ok = src->shape[i] == (i == d ? index->numel : self->shape[i]);
+    if (self->ndim == 0)
+        ok = ok && index->numel == 1 && src->numel == 1;
+    if (!ok)
+        return txc_error(TXC_ERR_INVALID,
+                         "%s: source %s does not match self %s with dim %d of size %lld (the number of indices)", op,
+                         SHAPE(s0, src), SHAPE(s1, self), d, (long long)index->numel);
+    if (a->flags & TXC_ATTR_INPLACE) {
+        if (txc_storage_is_readonly(self->array->storage))
+            return txc_error(TXC_ERR_INVALID, "%s: self is read-only (a memory-mapped tensor); clone it first", op);
+    }
+    m->dtype = self->dtype;
+    m->ndim = self->ndim;
+    memcpy(m->shape, self->shape, sizeof(int64_t) * (size_t)self->ndim);
+    return TXC_OK;
+}
+
+static txc_status cpu_index_copy(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
+{
+    const char *opn = (a->flags & TXC_ATTR_INPLACE) ? "aten::index_copy_" : "aten::index_copy";
+    const txc_tensor *self = in[0], *src = in[2];
+    int d;
+    txc_norm_dim(opn, a->ints[0], self->ndim, &d);
+    int64_t n, *idx = read_index(in[1], &n);
+    if (!idx)
+        return txc_error(TXC_ERR_NOMEM, "%s: out of memory", opn);
+    /* every index is checked before anything is written */
+    if (check_range(opn, idx, n, d, self->ndim ? self->shape[d] : 1) != TXC_OK) {
+        free(idx);
+        return TXC_ERR_INVALID;
+    }
+    char *op = txc_impl_data(out);
+    size_t eo = txc_dtype_size(out->dtype), es = txc_dtype_size(src->dtype);
+    if (out != self)
+        copy_block(self->ndim, self->shape, txc_impl_data(self), self->dtype, self->strides, op, out->dtype,
+                   out->strides);
+    const char *sp = txc_impl_data(src);
+    if (self->ndim == 0) {
+        if (n == 1)
+            copy_elems(sp, src->dtype, 1, op, out->dtype, 1, 1);
+        free(idx);
+        return TXC_OK;
+    }
+    int64_t sshape[TXC_MAX_DIMS], sstr[TXC_MAX_DIMS], oshape[TXC_MAX_DIMS], ostr[TXC_MAX_DIMS];
+    int nd = drop_dim(src, d, sshape, sstr);
+    drop_dim(out, d, oshape, ostr);
+    for (int64_t i = 0; i < n; i++)
+        copy_block(nd, sshape, sp + (size_t)(i * src->strides[d]) * es, src->dtype, sstr,
+                   op + (size_t)(idx[i] * out->strides[d]) * eo, out->dtype, ostr);
+    free(idx);
+    return TXC_OK;
+}
+
+/* ---- tril / triu ------------------------------------------------------------------------------ */
+
+static txc_status infer_tri(const char *op, txc_tensor *const *in, int n_in, txc_meta *m)
+{
+    const txc_tensor *t = in[0];
+    if (n_in != 1)
+        return txc_error(TXC_ERR_INTERNAL, "%s: expected 1 input, got %d", op, n_in);
+    if (t->ndim < 2)
+        return txc_error(TXC_ERR_INVALID, "%s: input tensor must have at least 2 dimensions, got %d", op, t->ndim);
+    m->dtype = t->dtype;
+    m->ndim = t->ndim;
+    memcpy(m->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    return TXC_OK;
+}
+
+static txc_status infer_tril(txc_tensor *const *in, int n_in, const txc_op_attrs *a, txc_meta *m)
+{
+    return infer_tri("aten::tril", in, n_in, m);
+}
+
+static txc_status infer_triu(txc_tensor *const *in, int n_in, const txc_op_attrs *a, txc_meta *m)
+{
+    return infer_tri("aten::triu", in, n_in, m);
+}
+
+static txc_status cpu_tri(txc_tensor *out, const txc_tensor *t, int64_t diag, bool lower)
+{
+    if (out->numel == 0)
+        return TXC_OK;
+    char *op = txc_impl_data(out);
+    copy_block(t->ndim, t->shape, txc_impl_data(t), t->dtype, t->strides, op, out->dtype, out->strides);
+    int64_t R = t->shape[t->ndim - 2], C = t->shape[t->ndim - 1], mats = out->numel / (R * C);
+    int64_t lim = R + C + 1;
+    diag = diag > lim ? lim : diag < -lim ? -lim : diag;
+    size_t es = txc_dtype_size(out->dtype);
+    for (int64_t mi = 0; mi < mats; mi++)
+        for (int64_t i = 0; i < R; i++) {
+            char *row = op + (size_t)((mi * R + i) * C) * es;
+            int64_t z0, z1; /* zero the columns [z0, z1) */
+            if (lower) {
+                z0 = i + diag + 1, z1 = C;
+                if (z0 < 0)
+                    z0 = 0;
+            } else {
+                z0 = 0, z1 = i + diag;
+                if (z1 > C)
+                    z1 = C;
+            }
+            if (z1 > z0)
+                memset(row + (size_t)z0 * es, 0, (size_t)(z1 - z0) * es);
+        }
+    return TXC_OK;
+}
+
+static txc_status cpu_tril(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
+{
+    return cpu_tri(out, in[0], a->ints[0], true);
+}
+
+static txc_status cpu_triu(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
+{
+    return cpu_tri(out, in[0], a->ints[0], false);
+}
 
 void txc_ops_register_nn(txc_op_def *t)
 {
-    (void)t;
+    t[TXC_OP_EMBEDDING] = (txc_op_def){.infer = infer_embedding, .cpu = cpu_embedding};
+    t[TXC_OP_RMS_NORM] = (txc_op_def){.infer = infer_rms_norm, .cpu = cpu_rms_norm};
+    t[TXC_OP_LAYER_NORM] = (txc_op_def){.infer = infer_layer_norm, .cpu = cpu_layer_norm};
+    t[TXC_OP_CAT] = (txc_op_def){.infer = infer_cat, .cpu = cpu_cat};
+    t[TXC_OP_STACK] = (txc_op_def){.infer = infer_stack, .cpu = cpu_stack};
+    t[TXC_OP_INDEX_SELECT] = (txc_op_def){.infer = infer_index_select, .cpu = cpu_index_select};
+    t[TXC_OP_INDEX_COPY] = (txc_op_def){.infer = infer_index_copy, .cpu = cpu_index_copy};
+    t[TXC_OP_TRIL] = (txc_op_def){.infer = infer_tril, .cpu = cpu_tril};
+    t[TXC_OP_TRIU] = (txc_op_def){.infer = infer_triu, .cpu = cpu_triu};
 }
