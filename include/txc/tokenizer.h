@@ -141,8 +141,10 @@ txc_detok_stream *txc_detok_stream_new(const txc_tokenizer *tok, bool skip_speci
  * stream is unchanged), TXC_ERR_NOMEM. */
 txc_status txc_detok_stream_put(txc_detok_stream *s, int32_t id, const char **piece,
                                 size_t *piece_len);
-/* Emit whatever is held back (end of generation). The stream can go on
- * afterwards (as if nothing had been held). */
+/* Emit whatever is held back (end of generation). What flush emits is
+ * final: put() may go on afterwards, and the concatenation still equals
+ * decode(all ids) unless the next ids are byte tokens that continue a
+ * flushed byte run (decode would then join them into one run). */
 txc_status txc_detok_stream_flush(txc_detok_stream *s, const char **piece, size_t *piece_len);
 /* Free a stream (NULL is ignored). */
 void txc_detok_stream_free(txc_detok_stream *s);

@@ -84,6 +84,8 @@ static txc_status add_merge(tk_bpe *m, const char *a, size_t alen, const char *b
     return TXC_OK;
 }
 
+#define META "\xE2\x96\x81" /* U+2581 "▁", SentencePiece's space */
+
 static bool json_is_null_or_absent(const cJSON *j) { return !j || cJSON_IsNull(j); }
 
 static txc_status load_vocab(tk_bpe *m, const cJSON *vocab)
@@ -124,6 +126,16 @@ static txc_status load_vocab(tk_bpe *m, const cJSON *vocab)
     for (int c = 0; c < 128; c++) {
         char ch = (char)c;
         m->ascii_ids[c] = tk_strmap_get(&m->vocab, &ch, 1);
+    }
+    m->cut_at_meta = tk_strmap_get(&m->vocab, META, 3) >= 0;
+    for (size_t i = 0; i < m->vocab.n && m->cut_at_meta; i++) {
+        const char *k = m->vocab.ent[i].key;
+        size_t n = m->vocab.ent[i].len, j = 0;
+        while (j + 3 <= n && !memcmp(k + j, META, 3))
+            j += 3;
+        for (; j + 3 <= n; j++)
+            if (!memcmp(k + j, META, 3))
+                m->cut_at_meta = false;
     }
     return TXC_OK;
 }
@@ -320,16 +332,41 @@ static void word_add(sym *w, size_t *n, int32_t c, uint32_t len)
         w[i - 1].next = (int32_t)i;
 }
 
+static txc_status merge_word(const tk_bpe *m, const char *s, size_t len, int32_t **ids, size_t *n,
+                             size_t *cap);
+
 txc_status tk_bpe_tokenize(const tk_bpe *m, const char *s, size_t len, int32_t **ids, size_t *n,
                            size_t *cap)
 {
     if (len == 0)
         return TXC_OK;
-    if (m->ignore_merges) {
+    if (m->ignore_merges) { /* the whole word only, as the crate */
         int32_t id = tk_strmap_get(&m->vocab, s, len);
         if (id >= 0)
             return push_id(ids, n, cap, id);
     }
+    if (!m->cut_at_meta)
+        return merge_word(m, s, len, ids, n, cap);
+    /* Cut before each "▁" that follows another character: the merges on
+     * each part are exactly those on the whole word (none can span a cut),
+     * and short parts keep the merge heap small. A pending unk cannot span a
+     * cut either: "▁" is in the vocab and flushes it. */
+    size_t start = 0;
+    for (size_t i = 3; i + 3 <= len; i++) {
+        if (s[i] == META[0] && !memcmp(s + i, META, 3) && memcmp(s + i - 3, META, 3) != 0) {
+            txc_status st = merge_word(m, s + start, i - start, ids, n, cap);
+            if (st)
+                return st;
+            start = i;
+        }
+    }
+    return merge_word(m, s + start, len - start, ids, n, cap);
+}
+
+/* BPE::merge_word + Word::merge_all on one word. */
+static txc_status merge_word(const tk_bpe *m, const char *s, size_t len, int32_t **ids, size_t *n,
+                             size_t *cap)
+{
     if (len > INT32_MAX)
         return txc_error(TXC_ERR_INVALID, "tokenizer: piece of %zu bytes too long", len);
 

@@ -211,6 +211,10 @@ typedef struct tk_bpe {
     size_t n_merges;
     char *unk_token; /* NULL when none */
     bool fuse_unk, byte_fallback, ignore_merges;
+    /* Words may be cut before each "▁" that follows another character:
+     * "▁" is a token and no token holds "▁" after anything but "▁", so no
+     * merge can span such a cut (true of every SentencePiece vocab). */
+    bool cut_at_meta;
     int32_t byte_ids[256]; /* id of "<0xXX>" or -1 */
     int32_t ascii_ids[128]; /* id of each 1-byte char, or -1 (a lookup cache) */
 } tk_bpe;
