@@ -352,8 +352,9 @@ txc_status tk_bpe_tokenize(const tk_bpe *m, const char *s, size_t len, int32_t *
      * and short parts keep the merge heap small. A pending unk cannot span a
      * cut either: "▁" is in the vocab and flushes it. */
     size_t start = 0;
-    for (size_t i = 3; i + 3 <= len; i++) {
-        if (s[i] == META[0] && !memcmp(s + i, META, 3) && memcmp(s + i - 3, META, 3) != 0) {
+    for (size_t i = 1; i + 3 <= len; i++) {
+        if (s[i] == META[0] && !memcmp(s + i, META, 3) &&
+            !(i >= 3 && !memcmp(s + i - 3, META, 3))) {
             txc_status st = merge_word(m, s + start, i - start, ids, n, cap);
             if (st)
                 return st;
