@@ -17,7 +17,7 @@
 
 #define TXC_MAX_OP_INPUTS_TEST 64
 
-/* linalg.c: -1 automatic, 0 the portable kernels. */
+/* linalg.c: -1 automatic, 0 the portable kernels, 1 at most AVX2. */
 void txc_kern_set_simd_level(int level);
 int txc_kern_simd_level(void);
 
@@ -131,6 +131,15 @@ static void test_fixtures_simd(void **state)
     print_message("  %d fixture cases (SIMD level %d)\n", n, txc_kern_simd_level());
 }
 
+static void test_fixtures_avx2(void **state)
+{
+    txc_kern_set_simd_level(1); /* AVX2 tiles even where AVX-512 is there */
+    int n = run_fixtures();
+    print_message("  %d fixture cases (SIMD level %d)\n", n, txc_kern_simd_level());
+    txc_kern_set_simd_level(-1);
+    assert_true(n >= 100);
+}
+
 static void test_fixtures_portable(void **state)
 {
     txc_kern_set_simd_level(0);
@@ -230,6 +239,63 @@ static void check_matmul_big(int64_t Bt, int64_t M, int64_t N, int64_t K, txc_dt
     txc_tensor_release(y);
 }
 
+/* sdpa against a naive double reference: GQA, head dims with tails, causal
+ * or a bool mask, f32 or half inputs (both the decode and the prefill paths). */
+static void check_sdpa_big(int64_t B, int64_t Hq, int64_t Hkv, int64_t L, int64_t S, int64_t E, int64_t Ev,
+                           txc_dtype dt, bool causal, bool masked)
+{
+    int64_t qs[4] = {B, Hq, L, E}, ks[4] = {B, Hkv, S, E}, vs[4] = {B, Hkv, S, Ev}, ms[2] = {L, S};
+    txc_tensor *q = rand_tensor(dt, 4, qs), *k = rand_tensor(dt, 4, ks), *v = rand_tensor(dt, 4, vs), *mask = NULL;
+    uint8_t *mv = malloc((size_t)(L * S));
+    for (int64_t i = 0; i < L * S; i++)
+        mv[i] = frand() > -0.4f || i % S == 0;
+    if (masked)
+        mask = txc_tensor_from_data(NULL, TXC_BOOL, 2, ms, mv);
+    txc_tensor *o = txc_scaled_dot_product_attention(q, k, v, mask, causal, NAN);
+    if (!o)
+        fail_msg("sdpa failed: %s", txc_last_error());
+    double *p = malloc((size_t)S * sizeof(double));
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < Hq; h++)
+            for (int64_t i = 0; i < L; i++) {
+                int64_t hk = h / (Hq / Hkv);
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = 0; j < S; j++) {
+                    bool ok = causal ? j <= i : masked ? mv[i * S + j] != 0 : true;
+                    double d = 0;
+                    for (int64_t e = 0; e < E; e++) {
+                        int64_t iq[4] = {b, h, i, e}, ik[4] = {b, hk, j, e};
+                        d += txc_tensor_item_at(q, iq) * txc_tensor_item_at(k, ik);
+                    }
+                    p[j] = ok ? d / sqrt((double)E) : -INFINITY;
+                    mx = p[j] > mx ? p[j] : mx;
+                }
+                for (int64_t j = 0; j < S; j++)
+                    sum += p[j] = exp(p[j] - mx);
+                for (int64_t e = 0; e < Ev; e++) {
+                    double ref = 0;
+                    for (int64_t j = 0; j < S; j++) {
+                        int64_t iv[4] = {b, hk, j, e};
+                        ref += p[j] / sum * txc_tensor_item_at(v, iv);
+                    }
+                    int64_t io[4] = {b, h, i, e};
+                    double got = txc_tensor_item_at(o, io);
+                    double tol = dt == TXC_F32 ? 1e-5 : 1e-2;
+                    if (fabs(got - ref) > tol * (1 + fabs(ref)))
+                        fail_msg("sdpa %s B%lld Hq%lld Hkv%lld L%lld S%lld E%lld: [%lld,%lld,%lld,%lld] = %.9g, "
+                                 "expected %.9g",
+                                 txc_dtype_name(dt), (long long)B, (long long)Hq, (long long)Hkv, (long long)L,
+                                 (long long)S, (long long)E, (long long)b, (long long)h, (long long)i, (long long)e,
+                                 got, ref);
+                }
+            }
+    free(p);
+    free(mv);
+    txc_tensor *all[] = {q, k, v, mask, o};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        txc_tensor_release(all[i]);
+}
+
 static void big_shapes(void)
 {
     static const int64_t ms[] = {1, 3, 9};
@@ -242,12 +308,24 @@ static void big_shapes(void)
     check_matmul_big(1, 6, 35, 40, TXC_BF16, false);
     check_matmul_big(1, 5, 23, 64, TXC_F16, false);
     check_matmul_big(2, 7, 13, 41, TXC_F32, true);
+    for (int d = 0; d < 3; d++) {
+        check_sdpa_big(2, 6, 2, 7, 45, 72, 40, dts[d], true, false);  /* prefill: K transposed, NN */
+        check_sdpa_big(1, 6, 2, 1, 45, 72, 40, dts[d], false, true);  /* decode: K in place, NT */
+        check_sdpa_big(1, 4, 4, 9, 70, 24, 24, dts[d], false, true);
+    }
 }
 
 static void test_big_shapes_simd(void **state)
 {
     txc_kern_set_simd_level(-1);
     big_shapes();
+}
+
+static void test_big_shapes_avx2(void **state)
+{
+    txc_kern_set_simd_level(1);
+    big_shapes();
+    txc_kern_set_simd_level(-1);
 }
 
 static void test_big_shapes_portable(void **state)
@@ -482,8 +560,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixtures_simd),
+        cmocka_unit_test(test_fixtures_avx2),
         cmocka_unit_test(test_fixtures_portable),
         cmocka_unit_test(test_big_shapes_simd),
+        cmocka_unit_test(test_big_shapes_avx2),
         cmocka_unit_test(test_big_shapes_portable),
         cmocka_unit_test(test_static_cache),
         cmocka_unit_test(test_errors_linalg),

@@ -23,6 +23,9 @@
 #define TXC_HAVE_X86 1
 #define TXC_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define TXC_INLINE_AVX2 static inline __attribute__((always_inline, target("avx2,fma,f16c")))
+#define TXC_AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
+#define TXC_AVX512 __attribute__((target(TXC_AVX512_TARGET)))
+#define TXC_INLINE_AVX512 static inline __attribute__((always_inline, target(TXC_AVX512_TARGET)))
 #else
 #define TXC_HAVE_X86 0
 #endif
@@ -40,7 +43,7 @@ void txc_kern_set_simd_level(int level);
 
 /* ---- CPU features ------------------------------------------------------------ */
 
-static int simd_auto;          /* 1: AVX2+FMA+F16C available */
+static int simd_auto;          /* 1: AVX2+FMA+F16C; 2: also AVX-512 F/BW/VL/DQ */
 static int simd_override = -1; /* tests force the portable path with 0 */
 static pthread_once_t simd_once = PTHREAD_ONCE_INIT;
 
@@ -49,6 +52,9 @@ static void simd_detect(void)
 #if TXC_HAVE_X86
     __builtin_cpu_init();
     simd_auto = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    if (simd_auto && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        simd_auto = 2;
 #else
     simd_auto = 0;
 #endif
@@ -61,7 +67,7 @@ int txc_kern_simd_level(void)
     return o >= 0 && o < simd_auto ? o : simd_auto;
 }
 
-/* -1: automatic; 0: the portable C kernels (for tests). */
+/* -1: automatic; 0: the portable C kernels, 1: at most AVX2 (for tests). */
 void txc_kern_set_simd_level(int level) { __atomic_store_n(&simd_override, level, __ATOMIC_RELAXED); }
 
 /* ---- conversions --------------------------------------------------------------- */
@@ -484,6 +490,185 @@ TXC_AVX2 static void nn_avx2_f16(int64_t M, int64_t N, int64_t K, const float *A
 {
     nn_blocked(TXC_F16, M, N, K, A, lda, B, ldb, C, ldc);
 }
+
+/* ---- AVX-512 kernels (same tiles, 16 lanes, masked tails) ------------------------ */
+
+/* 16 elements of dt at p (only the lanes in `m` are read; the others are 0). */
+TXC_INLINE_AVX512 __m512 ld16m(const char *p, const int dt, __mmask16 m)
+{
+    if (dt == TXC_F32)
+        return _mm512_maskz_loadu_ps(m, (const float *)p);
+    __m256i h = _mm256_maskz_loadu_epi16(m, p);
+    if (dt == TXC_BF16)
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return _mm512_cvtph_ps(h);
+}
+
+TXC_INLINE_AVX512 __m512 ld16(const char *p, const int dt)
+{
+    if (dt == TXC_F32)
+        return _mm512_loadu_ps((const float *)p);
+    __m256i h = _mm256_loadu_si256((const __m256i *)p);
+    if (dt == TXC_BF16)
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return _mm512_cvtph_ps(h);
+}
+
+TXC_INLINE_AVX512 __m256 fold512(__m512 v)
+{
+    return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+}
+
+TXC_INLINE_AVX512 void nt_tile512(const int MR, const int NR, const int DT, int64_t K, const float *A, int64_t lda,
+                                  const char *B, int64_t ldb, float *C, int64_t ldc)
+{
+    const size_t es = DT == TXC_F32 ? 4 : 2;
+    const char *b[4];
+    __m512 acc[4][4];
+    for (int j = 0; j < NR; j++)
+        b[j] = B + (size_t)(j * ldb) * es;
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++)
+            acc[i][j] = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k + 16 <= K; k += 16) {
+        __m512 bv[4];
+        for (int j = 0; j < NR; j++)
+            bv[j] = ld16(b[j] + (size_t)k * es, DT);
+        for (int i = 0; i < MR; i++) {
+            __m512 a = _mm512_loadu_ps(A + i * lda + k);
+            for (int j = 0; j < NR; j++)
+                acc[i][j] = _mm512_fmadd_ps(a, bv[j], acc[i][j]);
+        }
+    }
+    if (k < K) {
+        __mmask16 m = (__mmask16)((1u << (K - k)) - 1u);
+        __m512 bv[4];
+        for (int j = 0; j < NR; j++)
+            bv[j] = ld16m(b[j] + (size_t)k * es, DT, m);
+        for (int i = 0; i < MR; i++) {
+            __m512 a = _mm512_maskz_loadu_ps(m, A + i * lda + k);
+            for (int j = 0; j < NR; j++)
+                acc[i][j] = _mm512_fmadd_ps(a, bv[j], acc[i][j]);
+        }
+    }
+    for (int i = 0; i < MR; i++) {
+        if (NR == 4) {
+            __m128 s = hsum8x4(fold512(acc[i][0]), fold512(acc[i][1]), fold512(acc[i][2]), fold512(acc[i][3]));
+            _mm_storeu_ps(C + i * ldc, s);
+        } else {
+            for (int j = 0; j < NR; j++)
+                C[i * ldc + j] = _mm512_reduce_add_ps(acc[i][j]);
+        }
+    }
+}
+
+TXC_INLINE_AVX512 void nt_blocked512(const int DT, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                                     const char *B, int64_t ldb, float *C, int64_t ldc)
+{
+    const size_t es = DT == TXC_F32 ? 4 : 2;
+    int64_t nb = (int64_t)(160 * 1024 / ((size_t)(K > 0 ? K : 1) * es)) & ~(int64_t)3;
+    if (nb < 4)
+        nb = 4;
+    for (int64_t n0 = 0; n0 < N; n0 += nb) {
+        int64_t n1 = n0 + nb < N ? n0 + nb : N;
+        int64_t m = 0;
+        for (; m + 4 <= M; m += 4) {
+            const float *a = A + m * lda;
+            float *c = C + m * ldc;
+            int64_t n = n0;
+            for (; n + 4 <= n1; n += 4)
+                nt_tile512(4, 4, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);
+            for (; n < n1; n++)
+                nt_tile512(4, 1, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);
+        }
+        for (; m < M; m++) {
+            const float *a = A + m * lda;
+            float *c = C + m * ldc;
+            int64_t n = n0;
+            for (; n + 4 <= n1; n += 4)
+                nt_tile512(1, 4, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);
+            for (; n < n1; n++)
+                nt_tile512(1, 1, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);
+        }
+    }
+}
+
+TXC_AVX512 static void nt_avx512(const int DT, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                                 const void *B, int64_t ldb, float *C, int64_t ldc)
+{
+    if (DT == TXC_F32)
+        nt_blocked512(TXC_F32, M, N, K, A, lda, B, ldb, C, ldc);
+    else if (DT == TXC_BF16)
+        nt_blocked512(TXC_BF16, M, N, K, A, lda, B, ldb, C, ldc);
+    else
+        nt_blocked512(TXC_F16, M, N, K, A, lda, B, ldb, C, ldc);
+}
+
+/* MR rows x NV vectors of 16 columns; the last vector reads/writes only the
+ * lanes in `last` (a column tail). */
+TXC_INLINE_AVX512 void nn_tile512(const int MR, const int NV, const int DT, int64_t K, const float *A, int64_t lda,
+                                  const char *B, int64_t ldb, float *C, int64_t ldc, __mmask16 last)
+{
+    const size_t es = DT == TXC_F32 ? 4 : 2;
+    __m512 acc[4][4];
+    for (int i = 0; i < MR; i++)
+        for (int v = 0; v < NV; v++)
+            acc[i][v] = _mm512_setzero_ps();
+    for (int64_t k = 0; k < K; k++) {
+        const char *brow = B + (size_t)(k * ldb) * es;
+        __m512 bv[4];
+        for (int v = 0; v < NV; v++)
+            bv[v] = v == NV - 1 ? ld16m(brow + (size_t)(16 * v) * es, DT, last) : ld16(brow + (size_t)(16 * v) * es, DT);
+        for (int i = 0; i < MR; i++) {
+            __m512 a = _mm512_set1_ps(A[i * lda + k]);
+            for (int v = 0; v < NV; v++)
+                acc[i][v] = _mm512_fmadd_ps(a, bv[v], acc[i][v]);
+        }
+    }
+    for (int i = 0; i < MR; i++)
+        for (int v = 0; v < NV; v++) {
+            if (v == NV - 1)
+                _mm512_mask_storeu_ps(C + i * ldc + 16 * v, last, acc[i][v]);
+            else
+                _mm512_storeu_ps(C + i * ldc + 16 * v, acc[i][v]);
+        }
+}
+
+TXC_INLINE_AVX512 void nn_blocked512(const int DT, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                                     const char *B, int64_t ldb, float *C, int64_t ldc)
+{
+    const size_t es = DT == TXC_F32 ? 4 : 2;
+    int64_t j = 0;
+    for (; j + 64 <= N; j += 64) {
+        const char *b = B + (size_t)j * es;
+        int64_t i = 0;
+        for (; i + 4 <= M; i += 4)
+            nn_tile512(4, 4, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc, 0xffff);
+        for (; i < M; i++)
+            nn_tile512(1, 4, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc, 0xffff);
+    }
+    for (; j < N; j += 16) {
+        const char *b = B + (size_t)j * es;
+        __mmask16 last = N - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (N - j)) - 1u);
+        int64_t i = 0;
+        for (; i + 4 <= M; i += 4)
+            nn_tile512(4, 1, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc, last);
+        for (; i < M; i++)
+            nn_tile512(1, 1, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc, last);
+    }
+}
+
+TXC_AVX512 static void nn_avx512(const int DT, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                                 const void *B, int64_t ldb, float *C, int64_t ldc)
+{
+    if (DT == TXC_F32)
+        nn_blocked512(TXC_F32, M, N, K, A, lda, B, ldb, C, ldc);
+    else if (DT == TXC_BF16)
+        nn_blocked512(TXC_BF16, M, N, K, A, lda, B, ldb, C, ldc);
+    else
+        nn_blocked512(TXC_F16, M, N, K, A, lda, B, ldb, C, ldc);
+}
 #endif
 
 /* ---- GEMM entry points ------------------------------------------------------------- */
@@ -499,9 +684,13 @@ void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
         return;
     }
 #if TXC_HAVE_X86
-    if (txc_kern_simd_level() >= 1) {
+    const int simd = txc_kern_simd_level();
+    if (simd >= 1) {
         if (bdt == TXC_F32) {
-            nt_avx2_f32(M, N, K, A, lda, B, ldb, C, ldc);
+            if (simd >= 2)
+                nt_avx512(TXC_F32, M, N, K, A, lda, B, ldb, C, ldc);
+            else
+                nt_avx2_f32(M, N, K, A, lda, B, ldb, C, ldc);
             return;
         }
         /* Half-precision B: convert on the fly for a single row of A (GEMV,
@@ -518,14 +707,20 @@ void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
             tmp = malloc((size_t)nb * (size_t)K * sizeof(float));
         }
         if (!tmp) {
-            (bdt == TXC_BF16 ? nt_avx2_bf16 : nt_avx2_f16)(M, N, K, A, lda, B, ldb, C, ldc);
+            if (simd >= 2)
+                nt_avx512(bdt, M, N, K, A, lda, B, ldb, C, ldc);
+            else
+                (bdt == TXC_BF16 ? nt_avx2_bf16 : nt_avx2_f16)(M, N, K, A, lda, B, ldb, C, ldc);
             return;
         }
         for (int64_t n0 = 0; n0 < N; n0 += nb) {
             int64_t n = n0 + nb < N ? nb : N - n0;
             for (int64_t j = 0; j < n; j++)
                 txc_kern_to_f32(bdt, (const char *)B + (size_t)((n0 + j) * ldb) * 2, 1, tmp + j * K, K);
-            nt_avx2_f32(M, n, K, A, lda, tmp, K, C + n0, ldc);
+            if (simd >= 2)
+                nt_avx512(TXC_F32, M, n, K, A, lda, tmp, K, C + n0, ldc);
+            else
+                nt_avx2_f32(M, n, K, A, lda, tmp, K, C + n0, ldc);
         }
         free(tmp);
         return;
@@ -545,7 +740,12 @@ void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
         return;
     }
 #if TXC_HAVE_X86
-    if (txc_kern_simd_level() >= 1) {
+    const int simd = txc_kern_simd_level();
+    if (simd >= 2) {
+        nn_avx512(bdt, M, N, K, A, lda, B, ldb, C, ldc);
+        return;
+    }
+    if (simd >= 1) {
         (bdt == TXC_F32 ? nn_avx2_f32 : bdt == TXC_BF16 ? nn_avx2_bf16 : nn_avx2_f16)(M, N, K, A, lda, B, ldb, C,
                                                                                    ldc);
         return;
