@@ -107,10 +107,29 @@ static inline int64_t f2i64(double v)
     return (v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? (int64_t)v : 0;
 }
 
+/* bfloat16 <-> float32 inline (the same rounding as txc_f32_to_bf16: nearest
+ * even, NaN stays quiet NaN) so conversion loops vectorise. */
+static inline float bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint16_t f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    uint32_t q = (u >> 16) | 0x40u;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
+}
+
 #define TO_I64(x) _Generic((x), float: f2i64(x), double: f2i64(x), default: (int64_t)(x))
 #define WR_F32(x) ((float)(x))
 #define WR_F16(x) txc_f32_to_f16((float)(x))
-#define WR_BF16(x) txc_f32_to_bf16((float)(x))
+#define WR_BF16(x) f32_to_bf16((float)(x))
 #define WR_I64(x) TO_I64(x)
 #define WR_I32(x) ((int32_t)(uint32_t)(uint64_t)TO_I64(x))
 #define WR_BOOL(x) ((uint8_t)((x) != 0))
@@ -140,7 +159,7 @@ static inline int64_t f2i64(double v)
     switch (sdt) {                                                                     \
     case TXC_F32: CVT_LOOP(float, DT, WR(v)); break;                                   \
     case TXC_F16: CVT_LOOP(uint16_t, DT, WR(txc_f16_to_f32(v))); break;                \
-    case TXC_BF16: CVT_LOOP(uint16_t, DT, WR(txc_bf16_to_f32(v))); break;              \
+    case TXC_BF16: CVT_LOOP(uint16_t, DT, WR(bf16_to_f32(v))); break;                  \
     case TXC_I32: CVT_LOOP(int32_t, DT, WR(v)); break;                                 \
     case TXC_I64: CVT_LOOP(int64_t, DT, WR(v)); break;                                 \
     case TXC_BOOL: CVT_LOOP(uint8_t, DT, WR((uint8_t)(v != 0))); break;                \
@@ -182,7 +201,7 @@ static void round_through(txc_dtype dt, float *x, int64_t n)
 {
     if (dt == TXC_BF16)
         for (int64_t i = 0; i < n; i++)
-            x[i] = txc_bf16_to_f32(txc_f32_to_bf16(x[i]));
+            x[i] = bf16_to_f32(f32_to_bf16(x[i]));
     else if (dt == TXC_F16)
         for (int64_t i = 0; i < n; i++)
             x[i] = txc_f16_to_f32(txc_f32_to_f16(x[i]));

@@ -135,6 +135,34 @@ static double sum_f32(const float *x, int64_t n)
     return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
 }
 
+/* Max of n floats (-inf when n is 0); *nan: some value is NaN. */
+static float max_f32(const float *x, int64_t n, bool *nan)
+{
+    float mx[8];
+    int nn[8] = {0};
+    for (int k = 0; k < 8; k++)
+        mx[k] = -INFINITY;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) {
+            float v = x[i + k];
+            nn[k] |= v != v;
+            mx[k] = v > mx[k] ? v : mx[k];
+        }
+    for (; i < n; i++) {
+        nn[0] |= x[i] != x[i];
+        mx[0] = x[i] > mx[0] ? x[i] : mx[0];
+    }
+    float r = mx[0];
+    int any = nn[0];
+    for (int k = 1; k < 8; k++) {
+        r = mx[k] > r ? mx[k] : r;
+        any |= nn[k];
+    }
+    *nan = any != 0;
+    return r;
+}
+
 /* Fold m contiguous values (float or int64 by c->ct) into the outputs:
  * value i goes to output o0 + i*os at reduced position r0 + i*rs. */
 static void red_fold(red_ctx *c, const void *vals, int64_t m, int64_t o0, int64_t os, int64_t r0, int64_t rs)
@@ -162,6 +190,26 @@ static void red_fold(red_ctx *c, const void *vals, int64_t m, int64_t o0, int64_
     case TXC_OP_MAX:
     case TXC_OP_ARGMAX: {
         bool want_idx = c->op == TXC_OP_ARGMAX;
+        if (fl && os == 0) { /* one output: a vectorisable max, then the index */
+            float b = c->bestf[o0];
+            if (b != b)
+                break;
+            bool nan;
+            float mx = max_f32(vf, m, &nan);
+            int64_t at = -1;
+            if (nan) {
+                for (at = 0; vf[at] == vf[at]; at++)
+                    ;
+                c->bestf[o0] = vf[at];
+            } else if (mx > b) {
+                for (at = 0; vf[at] != mx; at++)
+                    ;
+                c->bestf[o0] = mx;
+            }
+            if (at >= 0 && want_idx)
+                c->idx[o0] = r0 + at * rs;
+            break;
+        }
         for (int64_t i = 0; i < m; i++) {
             int64_t o = o0 + i * os;
             bool better;
