@@ -298,10 +298,10 @@ static void check_sdpa_big(int64_t B, int64_t Hq, int64_t Hkv, int64_t L, int64_
 
 static void big_shapes(void)
 {
-    static const int64_t ms[] = {1, 3, 9};
+    static const int64_t ms[] = {1, 3, 4, 9};
     static const txc_dtype dts[] = {TXC_F32, TXC_BF16, TXC_F16};
     for (int d = 0; d < 3; d++)
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 4; i++)
             check_linear_big(ms[i], 301, 203, dts[d]);
     check_linear_big(2, 70, 2100, TXC_F32); /* K larger than a weight block */
     check_matmul_big(2, 5, 37, 29, TXC_F32, false);

@@ -24,7 +24,7 @@ void txc_kern_from_f32(txc_dtype dt, const float *src, void *dst, int64_t n);
 const char *txc_kern_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape);
 int txc_kern_simd_level(void);
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(TXC_NO_SIMD)
 #include <immintrin.h>
 #define TXC_HAVE_X86 1
 #define TXC_AVX2 __attribute__((target("avx2,fma,f16c")))

@@ -18,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(TXC_NO_SIMD)
+#include <cpuid.h>
 #include <immintrin.h>
 #define TXC_HAVE_X86 1
 #define TXC_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -51,7 +52,9 @@ static void simd_detect(void)
 {
 #if TXC_HAVE_X86
     __builtin_cpu_init();
-    simd_auto = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    unsigned eax, ebx, ecx = 0, edx;
+    bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C); /* (clang's builtin lacks "f16c") */
+    simd_auto = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
     if (simd_auto && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
         simd_auto = 2;
@@ -693,12 +696,12 @@ void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
                 nt_avx2_f32(M, N, K, A, lda, B, ldb, C, ldc);
             return;
         }
-        /* Half-precision B: convert on the fly for a single row of A (GEMV,
-         * where B is read once anyway); for more rows, convert blocks of B
-         * once to f32 and run the f32 tiles over them. */
+        /* Half-precision B: convert on the fly for up to 4 rows of A (GEMV
+         * and small batches: B is read once per row block anyway); for more
+         * rows, convert blocks of B once to f32 and run the f32 tiles. */
         float *tmp = NULL;
         int64_t nb = 0;
-        if (M > 1) {
+        if (M > 4) {
             nb = (int64_t)(128 * 1024 / ((size_t)K * 4)) & ~(int64_t)3;
             if (nb < 4)
                 nb = 4;
