@@ -119,17 +119,17 @@ static void test_cache_logits_match(void **state)
     int64_t shape_all[2] = {1, 6}, shape_pre[2] = {1, 5}, shape_one[2] = {1, 1};
     int mark = txc_env_scope_begin(env);
     txc_tensor *all = txc_tensor_from_data(env, TXC_I64, 2, shape_all, ids);
-    txc_tensor *full = txc_model_forward(m, all, NULL, NULL, txc_arange(env, 0, 6, 1, TXC_I64), 5, 1);
+    txc_tensor *full = txc_model_forward(m, all, NULL, NULL, txc_arange(env, 0, 6, 1, TXC_I64), 1);
     assert_non_null(full);
     for (int kind = TXC_CACHE_DYNAMIC; kind <= TXC_CACHE_STATIC; kind++) {
         txc_kv_cache *cache = kind == TXC_CACHE_STATIC ? txc_static_cache_new(env, 5, 1, 4, 16, 8)
                                                        : txc_dynamic_cache_new(env, 5);
         assert_non_null(cache);
         txc_tensor *pre = txc_tensor_from_data(env, TXC_I64, 2, shape_pre, ids);
-        assert_non_null(txc_model_forward(m, pre, NULL, cache, txc_arange(env, 0, 5, 1, TXC_I64), 4, 1));
+        assert_non_null(txc_model_forward(m, pre, NULL, cache, txc_arange(env, 0, 5, 1, TXC_I64), 1));
         assert_int_equal(txc_kv_cache_seq_length(cache), 5);
         txc_tensor *one = txc_tensor_from_data(env, TXC_I64, 2, shape_one, ids + 5);
-        txc_tensor *step = txc_model_forward(m, one, NULL, cache, txc_arange(env, 5, 6, 1, TXC_I64), 5, 1);
+        txc_tensor *step = txc_model_forward(m, one, NULL, cache, txc_arange(env, 5, 6, 1, TXC_I64), 1);
         assert_non_null(step);
         assert_int_equal(txc_kv_cache_seq_length(cache), 6);
         for (int64_t v = 0; v < 512; v++) {
@@ -140,6 +140,73 @@ static void test_cache_logits_match(void **state)
         }
         txc_kv_cache_free(cache);
     }
+    txc_env_scope_end(env, mark);
+    txc_model_free(m);
+}
+
+/* txc_causal_attention equals SDPA with the explicit mask j <= pos[i], and
+ * never reads keys past max(pos) (poisoned with NaN here). */
+static void test_causal_attention(void **state)
+{
+    (void)state;
+    txc_env *env = txc_env_default();
+    int mark = txc_env_scope_begin(env);
+    int64_t qs[4] = {1, 4, 3, 8}, ks[4] = {1, 2, 10, 8};
+    float q[96], k[160], v[160];
+    for (int i = 0; i < 96; i++)
+        q[i] = (float)sin(i * 0.37);
+    for (int i = 0; i < 160; i++) {
+        k[i] = (float)cos(i * 0.11);
+        v[i] = (float)sin(i * 0.23 + 1);
+    }
+    /* positions 4, 5, 6: keys 7..9 must never be read */
+    for (int h = 0; h < 2; h++)
+        for (int j = 7; j < 10; j++)
+            for (int e = 0; e < 8; e++)
+                k[(h * 10 + j) * 8 + e] = v[(h * 10 + j) * 8 + e] = NAN;
+    txc_tensor *Q = txc_tensor_from_data(env, TXC_F32, 4, qs, q), *K = txc_tensor_from_data(env, TXC_F32, 4, ks, k),
+               *V = txc_tensor_from_data(env, TXC_F32, 4, ks, v);
+    txc_tensor *pos = txc_arange(env, 4, 7, 1, TXC_I64);
+    txc_tensor *got = txc_causal_attention(Q, K, V, pos, NAN);
+    /* reference: explicit bool mask over the 7 valid keys */
+    txc_tensor *Kv = txc_narrow(K, 2, 0, 7), *Vv = txc_narrow(V, 2, 0, 7);
+    txc_tensor *mask = txc_le(txc_unsqueeze(txc_arange(env, 0, 7, 1, TXC_I64), 0), txc_unsqueeze(pos, 1));
+    txc_tensor *want = txc_scaled_dot_product_attention(Q, Kv, Vv, mask, false, NAN);
+    assert_non_null(got);
+    assert_non_null(want);
+    for (int64_t i = 0; i < txc_tensor_numel(got); i++) {
+        float a = ((float *)txc_tensor_data_ptr(got))[i], b = ((float *)txc_tensor_data_ptr(want))[i];
+        assert_false(isnan(a));
+        assert_true(fabsf(a - b) <= 1e-6f + 1e-5f * fabsf(b));
+    }
+    /* a position past the keys is an error, not a read out of bounds */
+    txc_clear_error();
+    assert_null(txc_causal_attention(Q, K, V, txc_arange(env, 8, 11, 1, TXC_I64), NAN));
+    assert_int_equal(txc_last_status(), TXC_ERR_CAPACITY);
+    txc_clear_error();
+    txc_env_scope_end(env, mark);
+}
+
+/* Writing past max_cache_len is TXC_ERR_CAPACITY, and nothing is written. */
+static void test_static_cache_overflow(void **state)
+{
+    (void)state;
+    txc_model *m = NULL;
+    assert_int_equal(txc_model_load(model_dir(), NULL, &m), TXC_OK);
+    txc_env *env = txc_model_env(m);
+    int mark = txc_env_scope_begin(env);
+    txc_kv_cache *cache = txc_static_cache_new(env, 5, 1, 4, 4, 8);
+    int64_t ids[2] = {1, 403}, shape[2] = {1, 2};
+    txc_tensor *in = txc_tensor_from_data(env, TXC_I64, 2, shape, ids);
+    assert_non_null(txc_model_forward(m, in, NULL, cache, txc_arange(env, 0, 2, 1, TXC_I64), 1));
+    assert_int_equal(txc_kv_cache_seq_length(cache), 2);
+    txc_clear_error();
+    assert_null(txc_model_forward(m, in, NULL, cache, txc_arange(env, 3, 5, 1, TXC_I64), 1));
+    assert_int_equal(txc_last_status(), TXC_ERR_CAPACITY);
+    assert_non_null(strstr(txc_last_error(), "max_cache_len 4"));
+    assert_int_equal(txc_kv_cache_seq_length(cache), 2);
+    txc_clear_error();
+    txc_kv_cache_free(cache);
     txc_env_scope_end(env, mark);
     txc_model_free(m);
 }
@@ -252,7 +319,8 @@ int main(void)
         cmocka_unit_test(test_parameters),      cmocka_unit_test(test_cache_logits_match),
         cmocka_unit_test(test_reference_static), cmocka_unit_test(test_reference_dynamic),
         cmocka_unit_test(test_reference_none),  cmocka_unit_test(test_bad_folders),
-        cmocka_unit_test(test_prompt_too_long),
+        cmocka_unit_test(test_prompt_too_long), cmocka_unit_test(test_causal_attention),
+        cmocka_unit_test(test_static_cache_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

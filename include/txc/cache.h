@@ -56,15 +56,18 @@ void txc_kv_cache_reset(txc_kv_cache *cache);
 /* Cache.update(key_states, value_states, layer_idx): store `key`/`value`
  * (batch, num_key_value_heads, q_len, head_dim) for `layer` at positions
  * `cache_position` (int64 (q_len), consecutive), and return in *keys /
- * *values the tensors attention reads: (batch, num_key_value_heads,
- * kv_len, head_dim) where kv_len = cache_position[-1] + 1 (borrowed: owned
+ * *values the tensors attention reads: (batch, num_key_value_heads, S,
+ * head_dim) — S = tokens so far (dynamic) or max_cache_len (static, whose
+ * attention is bounded by cache_position, see txc_causal_attention) (borrowed: owned
  * by the cache or the env's scope; call it inside txc_env_scope_begin/end,
  * as the model's forward does). Errors: TXC_ERR_CAPACITY when a
  * StaticCache position is >= max_cache_len; TXC_ERR_INVALID for shapes
  * that disagree with the cache. */
 txc_status txc_kv_cache_update(txc_kv_cache *cache, int layer, txc_tensor *key, txc_tensor *value,
-                               txc_tensor *cache_position, int64_t last_position, txc_tensor **keys,
-                               txc_tensor **values);
+                               txc_tensor *cache_position, txc_tensor **keys, txc_tensor **values);
+/* Set the stored-token counter (used by compiled calls, which cannot read
+ * cache_position while tracing). */
+void txc_kv_cache_set_seq_length(txc_kv_cache *cache, int64_t n);
 
 #ifdef __cplusplus
 }

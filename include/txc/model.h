@@ -63,12 +63,12 @@ txc_status txc_model_to(txc_model *model, txc_device device);
  *   cache          NULL (attend over this call's tokens only) or a cache
  *                  whose keys/values are updated in place
  *   cache_position int64 (q_len): absolute positions of these tokens,
- *                  consecutive; `last_position` = cache_position[q_len-1]
+ *                  consecutive
  *   logits_to_keep 0 = all positions, n = the last n
  * Returns logits float32 (batch, logits_to_keep or q_len, vocab_size) in the
  * env's open scope (call inside txc_env_scope_begin/end), NULL on error. */
 txc_tensor *txc_model_forward(txc_model *model, txc_tensor *input_ids, txc_tensor *position_ids, txc_kv_cache *cache,
-                              txc_tensor *cache_position, int64_t last_position, int64_t logits_to_keep);
+                              txc_tensor *cache_position, int64_t logits_to_keep);
 
 #ifdef __cplusplus
 }

@@ -197,9 +197,19 @@ txc_tensor *txc_triu(txc_tensor *t, int64_t diagonal);
  *   tril(ones(L, S)); not allowed together with attn_mask.
  *   scale: NaN for the default 1/sqrt(E).
  * Scores and softmax in float32 whatever the input dtype. A row with no
- * allowed position gives NaN, as torch. */
+ * allowed position gives zeros, as torch 2.x's CPU kernels. */
 txc_tensor *txc_scaled_dot_product_attention(txc_tensor *q, txc_tensor *k, txc_tensor *v,
                                              txc_tensor *attn_mask, bool is_causal, double scale);
+/* txc::causal_attention: scaled_dot_product_attention with transformers'
+ * causal mask over absolute positions — key j is visible to query row i
+ * iff j <= cache_position[i] — without materialising the mask. Keys past
+ * max(cache_position) are never read, so attention over a StaticCache of
+ * max_cache_len costs what its valid prefix costs (FlashAttention's
+ * cache_seqlens). q (B, Hq, L, E), k/v (B, Hkv, S, E/Ev), cache_position
+ * int64 (L) with values in [0, S) (else TXC_ERR_CAPACITY at run time);
+ * scale NaN = 1/sqrt(E). Same numerics as txc_scaled_dot_product_attention. */
+txc_tensor *txc_causal_attention(txc_tensor *q, txc_tensor *k, txc_tensor *v, txc_tensor *cache_position,
+                                 double scale);
 
 #ifdef __cplusplus
 }

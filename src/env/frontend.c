@@ -507,3 +507,12 @@ txc_tensor *txc_scaled_dot_product_attention(txc_tensor *q, txc_tensor *k, txc_t
         CALL(TXC_OP_SDPA, q, k, v, attn_mask);
     CALL(TXC_OP_SDPA, q, k, v);
 }
+
+txc_tensor *txc_causal_attention(txc_tensor *q, txc_tensor *k, txc_tensor *v, txc_tensor *cache_position,
+                                 double scale)
+{
+    txc_op_attrs a = {0};
+    a.f[0] = scale;
+    a.flags = TXC_ATTR_POSITIONS;
+    CALL(TXC_OP_CAUSAL_ATTENTION, q, k, v, cache_position);
+}

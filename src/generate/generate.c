@@ -59,7 +59,7 @@ static int32_t step(txc_model *model, txc_kv_cache *cache, const int32_t *ids, i
         int64_t *p = txc_tensor_data_ptr(input_ids);
         for (int64_t i = 0; i < L; i++)
             p[i] = ids[from + i];
-        txc_tensor *logits = txc_model_forward(model, input_ids, NULL, cache, cache_position, to - 1, 1);
+        txc_tensor *logits = txc_model_forward(model, input_ids, NULL, cache, cache_position, 1);
         next = logits ? argmax_last(logits) : -1;
     }
     txc_env_scope_end(env, mark);

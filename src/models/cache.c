@@ -115,6 +115,7 @@ void txc_kv_cache_free(txc_kv_cache *c)
 txc_cache_kind txc_kv_cache_kind(const txc_kv_cache *c) { return c->kind; }
 int64_t txc_kv_cache_seq_length(const txc_kv_cache *c) { return c->seq_length; }
 int64_t txc_kv_cache_max_length(const txc_kv_cache *c) { return c->max_cache_len; }
+void txc_kv_cache_set_seq_length(txc_kv_cache *c, int64_t n) { c->seq_length = n; }
 
 void txc_kv_cache_reset(txc_kv_cache *c)
 {
@@ -137,8 +138,7 @@ static void hold(txc_tensor **slot, txc_tensor *t)
 }
 
 txc_status txc_kv_cache_update(txc_kv_cache *c, int layer, txc_tensor *key, txc_tensor *value,
-                               txc_tensor *cache_position, int64_t last_position, txc_tensor **keys,
-                               txc_tensor **values)
+                               txc_tensor *cache_position, txc_tensor **keys, txc_tensor **values)
 {
     if (!key || !value || !cache_position)
         return txc_error(TXC_ERR_INVALID, "cache update: NULL input");
@@ -148,17 +148,21 @@ txc_status txc_kv_cache_update(txc_kv_cache *c, int layer, txc_tensor *key, txc_
         return txc_error(TXC_ERR_INVALID, "cache update: call it inside txc_env_scope_begin/end");
     int64_t q_len = txc_tensor_size(key, 2);
     if (c->kind == TXC_CACHE_STATIC) {
-        if (last_position >= c->max_cache_len)
-            return txc_error(TXC_ERR_CAPACITY, "StaticCache: position %lld is past max_cache_len %lld",
-                             (long long)last_position, (long long)c->max_cache_len);
+        /* In place at cache_position; index_copy_ checks every position
+         * against max_cache_len before writing. Attention bounds its reads
+         * by cache_position (txc_causal_attention), so the whole buffer is
+         * returned, not a copy. */
         txc_status st = txc_index_copy_(c->keys[layer], 2, cache_position, key);
         if (st == TXC_OK)
             st = txc_index_copy_(c->values[layer], 2, cache_position, value);
-        if (st != TXC_OK)
-            return st;
-        /* Attention reads only the valid prefix (a view, no copy). */
-        *keys = txc_narrow(c->keys[layer], 2, 0, last_position + 1);
-        *values = txc_narrow(c->values[layer], 2, 0, last_position + 1);
+        if (st != TXC_OK) {
+            if (st == TXC_ERR_INVALID && strstr(txc_last_error(), "out of range"))
+                txc_error_replace(TXC_ERR_CAPACITY, "StaticCache: a cache_position is at or past max_cache_len %lld "
+                                                    "(%s)", (long long)c->max_cache_len, txc_last_error());
+            return txc_last_status();
+        }
+        *keys = c->keys[layer];
+        *values = c->values[layer];
     } else {
         if (c->keys[layer]) {
             txc_tensor *kp[2] = {c->keys[layer], key}, *vp[2] = {c->values[layer], value};
@@ -177,7 +181,16 @@ txc_status txc_kv_cache_update(txc_kv_cache *c, int layer, txc_tensor *key, txc_
     }
     if (!*keys || !*values)
         return txc_last_status() ? txc_last_status() : TXC_ERR_INTERNAL;
-    if (layer == c->num_layers - 1)
-        c->seq_length = c->kind == TXC_CACHE_STATIC ? last_position + 1 : c->seq_length + q_len;
+    /* The length is a counter (never inferred by scanning for non-zero
+     * rows): the last layer advances it. A traced call has no values to
+     * read; the JIT sets it with txc_kv_cache_set_seq_length. */
+    if (layer == c->num_layers - 1) {
+        if (c->kind != TXC_CACHE_STATIC)
+            c->seq_length += q_len;
+        else if (txc_tensor_array(cache_position) && txc_tensor_data_ptr(cache_position) && q_len > 0) {
+            int64_t idx = q_len - 1;
+            c->seq_length = (int64_t)txc_tensor_item_at(cache_position, &idx) + 1;
+        }
+    }
     return TXC_OK;
 }

@@ -326,7 +326,7 @@ static txc_tensor *split_heads(txc_tensor *x, int64_t B, int64_t L, int64_t head
 }
 
 txc_tensor *txc_model_forward(txc_model *m, txc_tensor *input_ids, txc_tensor *position_ids, txc_kv_cache *cache,
-                              txc_tensor *cache_position, int64_t last_position, int64_t logits_to_keep)
+                              txc_tensor *cache_position, int64_t logits_to_keep)
 {
     const txc_hf_config *c = &m->config;
     if (!input_ids || !cache_position)
@@ -354,12 +354,9 @@ txc_tensor *txc_model_forward(txc_model *m, txc_tensor *input_ids, txc_tensor *p
     txc_tensor *cos = txc_unsqueeze(txc_cos(emb), 1), *sin = txc_unsqueeze(txc_sin(emb), 1);
 
     /* Causal mask over absolute positions: key j is visible to query i when
-     * j <= cache_position[i]. kv_len = last_position + 1 with a cache. */
-    int64_t kv_len = cache ? last_position + 1 : L;
-    txc_tensor *key_pos = txc_arange(m->env, 0, (double)kv_len, 1, TXC_I64);
+     * j <= cache_position[i] (transformers' create_causal_mask), applied
+     * inside attention. Without a cache the keys are this call's tokens. */
     txc_tensor *query_pos = cache ? cache_position : txc_arange(m->env, 0, (double)L, 1, TXC_I64);
-    txc_tensor *mask = txc_view(txc_le(txc_unsqueeze(key_pos, 0), txc_unsqueeze(query_pos, 1)), 4,
-                                (int64_t[]){1, 1, L, kv_len});
     double scale = 1.0 / sqrt((double)d);
 
     for (int64_t l = 0; l < c->num_hidden_layers && h; l++) {
@@ -370,10 +367,9 @@ txc_tensor *txc_model_forward(txc_model *m, txc_tensor *input_ids, txc_tensor *p
         txc_tensor *v = split_heads(txc_linear(x, Ly->p[P_V], Ly->p[P_V_BIAS]), B, L, Hkv, d);
         q = apply_rope(q, cos, sin, d);
         k = apply_rope(k, cos, sin, d);
-        if (cache && k && v &&
-            txc_kv_cache_update(cache, (int)l, k, v, cache_position, last_position, &k, &v) != TXC_OK)
+        if (cache && k && v && txc_kv_cache_update(cache, (int)l, k, v, cache_position, &k, &v) != TXC_OK)
             return NULL;
-        txc_tensor *attn = txc_scaled_dot_product_attention(q, k, v, mask, false, scale); /* (B, Hq, L, d) */
+        txc_tensor *attn = txc_causal_attention(q, k, v, query_pos, scale); /* (B, Hq, L, d) */
         attn = txc_reshape(txc_transpose(attn, 1, 2), 3, (int64_t[]){B, L, Hq * d});
         h = txc_add(h, txc_linear(attn, Ly->p[P_O], NULL));
 

@@ -143,7 +143,15 @@ static txc_status infer_sdpa(txc_tensor *const *in, int n_in, const txc_op_attrs
     char s0[160], s1[160], s2[160];
     if (n_in != 3 && n_in != 4)
         return txc_error(TXC_ERR_INTERNAL, "%s: expected 3 or 4 inputs, got %d", op, n_in);
-    const txc_tensor *q = in[0], *k = in[1], *v = in[2], *mask = n_in > 3 ? in[3] : NULL;
+    const bool by_pos = (a->flags & TXC_ATTR_POSITIONS) != 0;
+    const txc_tensor *q = in[0], *k = in[1], *v = in[2], *mask = n_in > 3 && !by_pos ? in[3] : NULL;
+    if (by_pos) {
+        const txc_tensor *p = n_in > 3 ? in[3] : NULL;
+        if (!p || p->ndim != 1 || (p->dtype != TXC_I64 && p->dtype != TXC_I32) || q->ndim != 4 ||
+            p->shape[0] != q->shape[2])
+            return txc_error(TXC_ERR_INVALID, "txc::causal_attention: cache_position must be an int64 (q_len) "
+                                              "tensor matching q's sequence length");
+    }
     if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4)
         return txc_error(TXC_ERR_INVALID,
                          "%s: q, k, v must be 4-D (batch, heads, seq, head_dim); got %s, %s, %s", op, SHAPE(s0, q),
@@ -193,12 +201,35 @@ static txc_status infer_sdpa(txc_tensor *const *in, int n_in, const txc_op_attrs
 
 static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
 {
-    const txc_tensor *q = in[0], *k = in[1], *v = in[2], *mask = n_in > 3 ? in[3] : NULL;
+    const bool by_pos = (a->flags & TXC_ATTR_POSITIONS) != 0;
+    const txc_tensor *q = in[0], *k = in[1], *v = in[2], *mask = n_in > 3 && !by_pos ? in[3] : NULL;
     const int64_t B = q->shape[0], Hq = q->shape[1], L = q->shape[2], E = q->shape[3];
-    const int64_t Hkv = k->shape[1], S = k->shape[2], Ev = v->shape[3];
-    const bool causal = (a->flags & TXC_ATTR_CAUSAL) != 0;
+    int64_t Hkv = k->shape[1], S = k->shape[2], Ev = v->shape[3];
+    const bool causal = (a->flags & TXC_ATTR_CAUSAL) != 0 || by_pos;
     if (out->numel == 0)
         return TXC_OK;
+    /* Query row i sees keys [0, lim(i)): i + 1 (torch's causal) or, by
+     * position, cache_position[i] + 1. Keys past the largest limit are never
+     * read, so a static cache costs what its valid prefix costs. */
+    int64_t pos_buf[64], *pos = NULL;
+    if (by_pos) {
+        const txc_tensor *p = in[3];
+        pos = L <= 64 ? pos_buf : txc_scratch(sizeof(int64_t) * (size_t)L, TXC_SCRATCH_POSITIONS);
+        if (!pos)
+            return txc_error(TXC_ERR_NOMEM, "txc::causal_attention: out of memory");
+        for (int64_t i = 0; i < L; i++) {
+            int64_t v0 = (int64_t)txc_dtype_load(p->dtype, txc_impl_data(p), (size_t)(i * p->strides[0]));
+            if (v0 < 0 || v0 >= S)
+                return txc_error(TXC_ERR_CAPACITY, "txc::causal_attention: cache_position %lld is outside the %lld "
+                                                   "cached keys", (long long)v0, (long long)S);
+            pos[i] = v0;
+        }
+        int64_t smax = 0;
+        for (int64_t i = 0; i < L; i++)
+            smax = pos[i] + 1 > smax ? pos[i] + 1 : smax;
+        S = smax; /* no row reads further: the rest of the cache is never touched */
+    }
+#define ROW_LIMIT(i) (pos ? pos[i] + 1 : (i) + 1)
     const int64_t G = Hq / Hkv, R = G * L;
     const int simd = txc_kern_simd_level();
     const float scale = isnan(a->f[0]) ? (float)(1.0 / sqrt((double)E)) : (float)a->f[0];
@@ -217,7 +248,7 @@ static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, con
         rc = R;
     size_t nq = (size_t)(rc * E), ns = (size_t)(rc * (S > 0 ? S : 1)), no = (size_t)(rc * Ev);
     size_t nk = k_pack || k_trans ? (size_t)(S * E) : 0, nv = v_pack ? (size_t)(S * Ev) : 0;
-    float *work = malloc((nq + ns + no + nk + nv + 1) * sizeof(float));
+    float *work = txc_scratch((nq + ns + no + nk + nv + 1) * sizeof(float), TXC_SCRATCH_ATTENTION);
     if (!work)
         return txc_error(TXC_ERR_NOMEM, "aten::scaled_dot_product_attention: out of memory");
     float *qbuf = work, *sbuf = qbuf + nq, *obuf = sbuf + ns, *kbuf = obuf + no, *vbuf = kbuf + nk;
@@ -271,13 +302,13 @@ static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, con
                     txc_kern_to_f32(q->dtype, qp + (size_t)(b * q->strides[0] + hq * q->strides[1] + i * q->strides[2]) * eq,
                                     q->strides[3], qbuf + rr * E, E);
                 }
-                if (causal) { /* keys past the last row's position are never used */
-                    int64_t imax = 0;
+                if (causal) { /* keys past the last row's limit are never used */
+                    int64_t lmax = 0;
                     for (int64_t rr = 0; rr < nr; rr++) {
-                        int64_t i = (r0 + rr) % L;
-                        imax = i > imax ? i : imax;
+                        int64_t i = (r0 + rr) % L, lim = ROW_LIMIT(i);
+                        lmax = lim > lmax ? lim : lmax;
                     }
-                    Sc = imax + 1 < S ? imax + 1 : S;
+                    Sc = lmax < S ? lmax : S;
                 }
                 if (k_trans)
                     txc_kern_gemm_nn(nr, Sc, E, qbuf, E, kbuf, TXC_F32, S, sbuf, Sc);
@@ -286,7 +317,7 @@ static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, con
                 for (int64_t rr = 0; rr < nr; rr++) {
                     int64_t r = r0 + rr, hq = h * G + r / L, i = r % L;
                     float *s = sbuf + rr * Sc;
-                    int64_t valid = causal ? (i + 1 < Sc ? i + 1 : Sc) : Sc;
+                    int64_t valid = causal ? (ROW_LIMIT(i) < Sc ? ROW_LIMIT(i) : Sc) : Sc;
                     for (int64_t j = 0; j < valid; j++)
                         s[j] *= scale;
                     if (mask) {
@@ -315,11 +346,11 @@ static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, con
                     txc_kern_from_f32(out->dtype, obuf, op + (size_t)((out_row0 + r0) * Ev) * eo, nr * Ev);
             }
         }
-    free(work);
     return TXC_OK;
 }
 
 void txc_ops_register_attention(txc_op_def *t)
 {
     t[TXC_OP_SDPA] = (txc_op_def){.infer = infer_sdpa, .cpu = cpu_sdpa};
+    t[TXC_OP_CAUSAL_ATTENTION] = (txc_op_def){.infer = infer_sdpa, .cpu = cpu_sdpa};
 }

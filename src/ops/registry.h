@@ -46,7 +46,7 @@ typedef enum txc_op_id {
     /* linear algebra and nn */
     TXC_OP_MATMUL, TXC_OP_LINEAR, TXC_OP_EMBEDDING, TXC_OP_RMS_NORM, TXC_OP_LAYER_NORM,
     TXC_OP_CAT, TXC_OP_STACK, TXC_OP_INDEX_SELECT, TXC_OP_INDEX_COPY, TXC_OP_TRIL,
-    TXC_OP_TRIU, TXC_OP_SDPA,
+    TXC_OP_TRIU, TXC_OP_SDPA, TXC_OP_CAUSAL_ATTENTION,
     TXC_OP_COUNT
 } txc_op_id;
 
@@ -62,6 +62,7 @@ enum {
     TXC_ATTR_NO_WEIGHT = 1 << 5,  /* norms/linear: optional inputs absent */
     TXC_ATTR_NO_BIAS = 1 << 6,
     TXC_ATTR_INPLACE = 1 << 7,    /* index_copy_: out is in[0] itself */
+    TXC_ATTR_POSITIONS = 1 << 8,  /* causal_attention: in[3] is cache_position */
 };
 
 /* Non-tensor arguments of an op call: plain data, hashable, recordable by
@@ -131,11 +132,17 @@ txc_status txc_norm_dim(const char *op, int64_t dim, int ndim, int *out);
 /* Strides of `t` broadcast to `ndim`/`shape` (0 for stretched dims). */
 void txc_broadcast_strides(const txc_tensor *t, int ndim, const int64_t *shape, int64_t *strides);
 
-/* Iterate a strided n-d index space in row-major order. */
-typedef struct txc_nd_iter {
-    int ndim;
-    int64_t shape[TXC_MAX_DIMS];
-    int64_t index[TXC_MAX_DIMS];
-} txc_nd_iter;
+/* Per-thread scratch memory for kernels: a buffer per slot that grows to
+ * the largest size asked and is kept, so a kernel run again on the same
+ * shapes (a compiled plan's steady state) allocates nothing. The buffer is
+ * valid until the next call for the same slot on this thread; contents are
+ * not preserved. NULL on out-of-memory (no error recorded). */
+enum {
+    TXC_SCRATCH_ATTENTION, TXC_SCRATCH_POSITIONS, TXC_SCRATCH_GEMM_A, TXC_SCRATCH_GEMM_B,
+    TXC_SCRATCH_GEMM_C, TXC_SCRATCH_ROW, TXC_SCRATCH_INDEX, TXC_SCRATCH_NORM, TXC_SCRATCH_SLOTS
+};
+void *txc_scratch(size_t bytes, int slot);
+/* Free this thread's scratch buffers. */
+void txc_scratch_free_all(void);
 
 #endif

@@ -2,6 +2,7 @@
 #include "ops/registry.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 static int rank(txc_dtype d)
 {
@@ -68,5 +69,37 @@ void txc_broadcast_strides(const txc_tensor *t, int ndim, const int64_t *shape, 
     for (int i = 0; i < ndim; i++) {
         int it = t->ndim - ndim + i;
         strides[i] = (it >= 0 && t->shape[it] == shape[i] && shape[i] != 1) ? t->strides[it] : 0;
+    }
+}
+
+static _Thread_local struct {
+    void *ptr;
+    size_t size;
+} scratch[TXC_SCRATCH_SLOTS];
+
+void *txc_scratch(size_t bytes, int slot)
+{
+    if (slot < 0 || slot >= TXC_SCRATCH_SLOTS)
+        return NULL;
+    if (bytes <= scratch[slot].size && scratch[slot].ptr)
+        return scratch[slot].ptr;
+    size_t size = (bytes + 63) & ~(size_t)63;
+    if (size < bytes)
+        return NULL;
+    void *p = aligned_alloc(64, size ? size : 64);
+    if (!p)
+        return NULL;
+    free(scratch[slot].ptr);
+    scratch[slot].ptr = p;
+    scratch[slot].size = size;
+    return p;
+}
+
+void txc_scratch_free_all(void)
+{
+    for (int i = 0; i < TXC_SCRATCH_SLOTS; i++) {
+        free(scratch[i].ptr);
+        scratch[i].ptr = NULL;
+        scratch[i].size = 0;
     }
 }
