@@ -209,6 +209,18 @@ static void round_through(txc_dtype dt, float *x, int64_t n)
 
 static bool is_reduced(txc_dtype d) { return d == TXC_F16 || d == TXC_BF16; }
 
+/* Largest finite value of a float dtype (torch's overflow check when a
+ * python number is cast to the dtype); +inf for the others. */
+static double dtype_max(txc_dtype d)
+{
+    switch (d) {
+    case TXC_F32: return 3.4028234663852886e+38;
+    case TXC_F16: return 65504.0;
+    case TXC_BF16: return 3.3895313892515355e+38;
+    default: return INFINITY;
+    }
+}
+
 /* ==== the elementwise driver ============================================== */
 
 #define EW_MAX_IN 3
@@ -326,6 +338,7 @@ static txc_status ew_run(txc_tensor *out, txc_dtype out_ct, int n_in, const ew_i
 typedef struct ew_op {
     txc_op_id op;
     unsigned flags;
+    txc_dtype common; /* binary ops: the common dtype of the inputs */
 } ew_op;
 
 #define BIN_LOOP(TO, TI, EXPR)                                                         \
@@ -403,10 +416,16 @@ static int64_t ipow(int64_t base, int64_t e)
 }
 
 /* pow(tensor, python number): torch's special cases for common exponents
- * (pow_tensor_scalar_optimized_kernel, sqrt/rsqrt/reciprocal). */
-static void pow_scalar_f32(int64_t n, float *restrict o, const float *restrict x, float e)
+ * (pow_tensor_scalar_optimized_kernel, sqrt/rsqrt/reciprocal); for bfloat16
+ * torch computes x*x in bfloat16 there (dt: the tensor's dtype). */
+static void pow_scalar_f32(int64_t n, float *restrict o, const float *restrict x, float e, txc_dtype dt)
 {
-    if (e == 2.0f)
+    if (dt == TXC_BF16 && (e == 3.0f || e == -2.0f)) {
+        for (int64_t i = 0; i < n; i++) {
+            float sq = bf16_to_f32(f32_to_bf16(x[i] * x[i]));
+            o[i] = e == 3.0f ? sq * x[i] : 1.0f / sq;
+        }
+    } else if (e == 2.0f)
         for (int64_t i = 0; i < n; i++) o[i] = x[i] * x[i];
     else if (e == 3.0f)
         for (int64_t i = 0; i < n; i++) o[i] = x[i] * x[i] * x[i];
@@ -432,7 +451,7 @@ static void k_binary_f32(const void *ctx, int64_t n, void *out, const void *cons
     case TXC_OP_DIV: BIN_LOOP(float, float, x / y); break;
     case TXC_OP_POW:
         if ((((const ew_op *)ctx)->flags & TXC_ATTR_SCALAR_RHS) && !sc[0])
-            pow_scalar_f32(n, out, in[0], *(const float *)in[1]);
+            pow_scalar_f32(n, out, in[0], *(const float *)in[1], ((const ew_op *)ctx)->common);
         else
             BIN_LOOP(float, float, powf(x, y));
         break;
@@ -579,13 +598,20 @@ static txc_status bin_plan_make(txc_op_id op, txc_tensor *const *in, int n_in, c
                          "to invert a mask use txc_logical_not()", name);
     if (op == TXC_OP_POW && p->common == TXC_BOOL)
         return txc_error(TXC_ERR_INVALID, "%s: pow is not implemented for bool (as torch)", name);
-    if (scalar && !fl && !(s >= -9223372036854775808.0 && s < 9223372036854775808.0))
+    /* An integral scalar is a python int: torch takes up to 2^64 (wrapping). */
+    if (scalar && !fl && !(s >= -9223372036854775808.0 && s < 18446744073709551616.0))
         return txc_error(TXC_ERR_INVALID, "%s: scalar %g cannot be converted to %s without overflow", name, s,
                          txc_dtype_name(p->common));
-    if (op == TXC_OP_POW && scalar && !fl && s < 0)
-        return txc_error(TXC_ERR_INVALID, "%s: integers to negative integer powers are not allowed "
-                                          "(tensor of %s, exponent %g); use a float tensor", name,
-                         txc_dtype_name(da), s);
+    if (op == TXC_OP_POW && scalar) {
+        /* torch casts the exponent to the tensor's dtype, checking overflow */
+        if (!fl && s < 0)
+            return txc_error(TXC_ERR_INVALID, "%s: integers to negative integer powers are not allowed "
+                                              "(tensor of %s, exponent %g); use a float tensor", name,
+                             txc_dtype_name(da), s);
+        if ((p->common == TXC_I32 && s > 2147483647.0) || (isfinite(s) && fabs(s) > dtype_max(p->common)))
+            return txc_error(TXC_ERR_INVALID, "%s: exponent %g cannot be converted to %s without overflow", name, s,
+                             txc_dtype_name(p->common));
+    }
     if (op == TXC_OP_LOGICAL_AND)
         p->ct = TXC_BOOL;
     else if (fl || op == TXC_OP_DIV)
@@ -603,13 +629,13 @@ static txc_status bin_plan_make(txc_op_id op, txc_tensor *const *in, int n_in, c
         if (p->ct == TXC_BOOL) {
             p->s.b = s != 0;
         } else if (p->ct == TXC_I64) {
-            p->s.i = (int64_t)s;
+            p->s.i = s < 9223372036854775808.0 ? (int64_t)s : (int64_t)(uint64_t)s;
         } else {
             p->s.f = (float)s;
-            /* add/sub/mul/div read the python number in float (torch's
+            /* mul/div read the python number in float (torch's
              * original_scalar_value); other ops see it cast to the common
-             * dtype. */
-            bool keep = op == TXC_OP_ADD || op == TXC_OP_SUB || op == TXC_OP_MUL || op == TXC_OP_DIV;
+             * dtype (checked bit for bit against torch on f16/bf16). */
+            bool keep = op == TXC_OP_MUL || op == TXC_OP_DIV;
             if (!keep)
                 round_through(p->common, &p->s.f, 1);
         }
@@ -644,7 +670,7 @@ static txc_status cpu_binary(txc_op_id op, txc_tensor *out, txc_tensor *const *i
         ew_const_input(&ins[1], &p.s, p.ct);
     else
         ew_tensor_input(&ins[1], in[1], out, p.ct, via);
-    ew_op e = {op, a->flags};
+    ew_op e = {op, a->flags, p.common};
     ew_kernel k = p.ct == TXC_F32 ? k_binary_f32 : p.ct == TXC_I64 ? k_binary_i64 : k_logical;
     return ew_run(out, p.out_ct, 2, ins, k, &e);
 }
@@ -709,7 +735,7 @@ static txc_status cpu_unary(txc_op_id op, txc_tensor *out, txc_tensor *const *in
         return TXC_ERR_INVALID;
     ew_input x;
     ew_tensor_input(&x, in[0], out, p.ct, p.ct);
-    ew_op e = {op, a->flags};
+    ew_op e = {op, a->flags, p.out};
     ew_kernel k = p.ct == TXC_F32 ? k_unary_f32 : p.ct == TXC_I64 ? k_unary_i64 : k_logical;
     return ew_run(out, p.out_ct, 1, &x, k, &e);
 }
@@ -760,7 +786,8 @@ static txc_status infer_masked_fill(txc_tensor *const *in, int n_in, const txc_o
     txc_dtype d = in[0]->dtype;
     double v = a->f[0];
     if ((d == TXC_I32 && !(v > -2147483649.0 && v < 2147483648.0)) ||
-        (d == TXC_I64 && !(v >= -9223372036854775808.0 && v < 9223372036854775808.0)))
+        (d == TXC_I64 && !(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) ||
+        (isfinite(v) && fabs(v) > dtype_max(d)))
         return txc_error(TXC_ERR_INVALID, "%s: value %g cannot be converted to %s without overflow", name, v,
                          txc_dtype_name(d));
     m->dtype = d;

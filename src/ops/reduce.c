@@ -361,6 +361,8 @@ static txc_status cpu_reduce(txc_op_id op, txc_tensor *out, txc_tensor *const *i
 
 typedef struct sm_ctx {
     bool log;
+    bool reduced_last; /* f16/bf16 input, dim is the last dim (torch's lastdim kernel) */
+    bool reduced_inner; /* f16/bf16 input, another dim */
     const char *in;
     char *out;
     txc_dtype idt, odt;
@@ -368,6 +370,20 @@ typedef struct sm_ctx {
     float *row;
 } sm_ctx;
 
+/* Round a float32 to a reduced float dtype and back. */
+static float round_to(txc_dtype dt, float v)
+{
+    if (dt == TXC_BF16)
+        return txc_bf16_to_f32(txc_f32_to_bf16(v));
+    if (dt == TXC_F16)
+        return txc_f16_to_f32(txc_f32_to_f16(v));
+    return v;
+}
+
+/* One row, computed in float32. For f16/bf16 inputs torch's CPU kernels
+ * round a few intermediates to the input dtype, and so do we: the last-dim
+ * log_softmax rounds the sum of exponentials and its log, the other-dim
+ * softmax rounds the exponentials before normalising. */
 static void sm_one(const sm_ctx *c, const char *src, char *dst)
 {
     float *x = c->row;
@@ -376,13 +392,13 @@ static void sm_one(const sm_ctx *c, const char *src, char *dst)
     float mx = -INFINITY;
     for (int64_t i = 0; i < n; i++)
         mx = (x[i] != x[i] || x[i] > mx) ? x[i] : mx;
-    if (mx != mx) /* a NaN: the whole row is NaN, as torch */
-        mx = x[0] + NAN;
     double sum = 0;
     if (c->log) {
         for (int64_t i = 0; i < n; i++)
             sum += expf(x[i] - mx);
         float lse = (float)log(sum);
+        if (c->reduced_last)
+            lse = round_to(c->idt, logf(round_to(c->idt, (float)sum)));
         for (int64_t i = 0; i < n; i++)
             x[i] = x[i] - mx - lse;
     } else {
@@ -391,6 +407,9 @@ static void sm_one(const sm_ctx *c, const char *src, char *dst)
             sum += x[i];
         }
         float inv = (float)(1.0 / sum);
+        if (c->reduced_inner)
+            for (int64_t i = 0; i < n; i++)
+                x[i] = round_to(c->idt, x[i]);
         for (int64_t i = 0; i < n; i++)
             x[i] *= inv;
     }
@@ -441,6 +460,9 @@ static txc_status cpu_softmax_common(txc_op_id op, txc_tensor *out, txc_tensor *
                 .idt = t->dtype, .odt = out->dtype, .len = t->ndim ? t->shape[dim] : 1,
                 .in_stride = t->ndim ? t->strides[dim] * (int64_t)ies : 0,
                 .out_stride = t->ndim ? cs[dim] * (int64_t)oes : 0};
+    bool reduced = t->dtype == TXC_F16 || t->dtype == TXC_BF16;
+    c.reduced_last = reduced && t->ndim > 0 && dim == t->ndim - 1;
+    c.reduced_inner = reduced && t->ndim > 0 && dim != t->ndim - 1;
     c.row = malloc((size_t)c.len * sizeof(float));
     if (!c.row)
         return txc_error(TXC_ERR_NOMEM, "%s: out of memory", txc_op_name(op));
