@@ -55,6 +55,9 @@ bool txc_tensor_is_contiguous(const txc_tensor *t);
 txc_env *txc_tensor_env(const txc_tensor *t);
 txc_device txc_tensor_device(const txc_tensor *t);
 txc_array *txc_tensor_array(const txc_tensor *t); /* borrowed, even for views */
+/* True for a tensor recorded by a tracing jit (shape and dtype only, no
+ * data): reading its elements is meaningless. */
+bool txc_tensor_is_traced(const txc_tensor *t);
 /* Address of element [0,...,0] (CPU tensors). */
 void *txc_tensor_data_ptr(const txc_tensor *t);
 

@@ -30,6 +30,7 @@ struct txc_tensor {
     int64_t strides[TXC_MAX_DIMS]; /* in elements */
     int64_t offset;                /* in elements, from array->data */
     int64_t numel;
+    int32_t value; /* while tracing: the value id in the graph; -1 for a concrete tensor */
 };
 
 /* Address of the first element of a tensor. */

@@ -22,6 +22,7 @@ txc_tensor *txc_impl_tensor_new(txc_env *env, txc_array *array, int ndim, const 
     memcpy(t->strides, strides, sizeof(int64_t) * (size_t)ndim);
     t->offset = offset;
     t->numel = txc_shape_numel(ndim, shape);
+    t->value = -1;
     return t;
 }
 
@@ -66,6 +67,7 @@ txc_env *txc_tensor_env(const txc_tensor *t) { return t->env; }
 txc_device txc_tensor_device(const txc_tensor *t) { return txc_array_device(t->array); }
 txc_array *txc_tensor_array(const txc_tensor *t) { return t->array; }
 void *txc_tensor_data_ptr(const txc_tensor *t) { return txc_impl_data(t); }
+bool txc_tensor_is_traced(const txc_tensor *t) { return t->value >= 0; }
 
 int64_t txc_tensor_size(const txc_tensor *t, int d)
 {

@@ -50,6 +50,8 @@ txc_tensor *txc_dispatch(txc_op_id op, txc_env *env, txc_tensor *const *in, int 
     if (!attrs)
         attrs = &zero;
     env->op_count++;
+    if (env->trace_hook) /* tracing: record, do not run */
+        return txc_env_scope_adopt(env, env->trace_hook(env->trace_ctx, env, op, in, n_in, attrs));
 
     if (def->view) {
         txc_view_meta vm;

@@ -6,6 +6,12 @@
 #include "ops/registry.h"
 #include "txc/env.h"
 
+/* A tracing hook (installed by the jit layer): records an op call instead
+ * of running it and returns the traced result tensor (owned by the caller
+ * as a dispatch result is). */
+typedef txc_tensor *(*txc_trace_hook)(void *ctx, txc_env *env, txc_op_id op, txc_tensor *const *in, int n_in,
+                                      const txc_op_attrs *attrs);
+
 struct txc_env {
     char name[64];
     txc_device device;
@@ -15,6 +21,9 @@ struct txc_env {
     size_t n_scope_items, cap_scope_items;
     size_t *scope_marks;
     int n_scopes, cap_scopes;
+    /* tracing mode: non-NULL while a jit traces a function in this env */
+    txc_trace_hook trace_hook;
+    void *trace_ctx;
 };
 
 /* Run op `op` on `in` (n_in tensors) with `attrs` in the inputs' env (or

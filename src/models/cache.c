@@ -187,7 +187,7 @@ txc_status txc_kv_cache_update(txc_kv_cache *c, int layer, txc_tensor *key, txc_
     if (layer == c->num_layers - 1) {
         if (c->kind != TXC_CACHE_STATIC)
             c->seq_length += q_len;
-        else if (txc_tensor_array(cache_position) && txc_tensor_data_ptr(cache_position) && q_len > 0) {
+        else if (!txc_tensor_is_traced(cache_position) && q_len > 0) {
             int64_t idx = q_len - 1;
             c->seq_length = (int64_t)txc_tensor_item_at(cache_position, &idx) + 1;
         }

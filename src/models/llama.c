@@ -32,7 +32,7 @@ static const char *const layer_param_names[P_LAYER_COUNT] = {
 };
 
 typedef struct llama_layer {
-    txc_tensor *p[P_LAYER_COUNT]; /* NULL for absent biases */
+    int p[P_LAYER_COUNT]; /* index into the parameter set; -1 for absent biases */
 } llama_layer;
 
 typedef struct param {
@@ -45,8 +45,9 @@ struct txc_model {
     txc_env *env;
     bool qkv_bias;
     param *params;
+    txc_tensor **param_tensors; /* params[i].tensor, as one array (the forward's weights) */
     int n_params;
-    txc_tensor *embed_tokens, *norm, *lm_head; /* borrowed from params */
+    int embed_tokens, norm, lm_head; /* indices into params (lm_head == embed_tokens when tied) */
     llama_layer *layers;
     txc_tensor *inv_freq; /* float32 (head_dim / 2), owned; a buffer, not a parameter */
 };
@@ -68,9 +69,9 @@ static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape)
  * names the config fields), and wrap it as a float32 tensor: zero copy for
  * f32, converted once for f16/bf16. */
 static txc_status load_param(txc_model *m, const txc_safetensors *st, const char *name, int ndim,
-                             const int64_t *shape, const char *why, bool optional, txc_tensor **out)
+                             const int64_t *shape, const char *why, bool optional, int *out)
 {
-    *out = NULL;
+    *out = -1;
     const txc_st_tensor *t = txc_safetensors_find(st, name);
     if (!t) {
         if (optional)
@@ -103,10 +104,10 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
     }
     if (!w)
         return txc_last_status();
-    param *p = &m->params[m->n_params++];
+    param *p = &m->params[m->n_params];
     snprintf(p->name, sizeof p->name, "%s", name);
     p->tensor = w;
-    *out = w;
+    *out = m->n_params++;
     return TXC_OK;
 }
 
@@ -227,6 +228,10 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
         s = load_weights(m, st);
     if (s == TXC_OK && !(m->inv_freq = make_inv_freq(m->env, m->config.head_dim, m->config.rope_theta)))
         s = txc_last_status();
+    if (s == TXC_OK && !(m->param_tensors = calloc((size_t)m->n_params + 1, sizeof *m->param_tensors)))
+        s = txc_error(TXC_ERR_NOMEM, "out of memory (parameters)");
+    for (int i = 0; s == TXC_OK && i < m->n_params; i++)
+        m->param_tensors[i] = m->params[i].tensor;
     m->env->n_scopes = open;
     txc_safetensors_close(st); /* the tensors keep their mmap storages alive */
     if (s != TXC_OK) {
@@ -245,6 +250,7 @@ void txc_model_free(txc_model *m)
         txc_tensor_release(m->params[i].tensor);
     txc_tensor_release(m->inv_freq);
     free(m->params);
+    free(m->param_tensors);
     free(m->layers);
     free(m);
 }
@@ -255,25 +261,14 @@ int txc_model_num_parameters(const txc_model *m) { return m->n_params; }
 const char *txc_model_parameter_name(const txc_model *m, int i) { return i >= 0 && i < m->n_params ? m->params[i].name : NULL; }
 txc_tensor *txc_model_parameter(const txc_model *m, int i) { return i >= 0 && i < m->n_params ? m->params[i].tensor : NULL; }
 
+txc_tensor *const *txc_model_parameters(const txc_model *m) { return m->param_tensors; }
+
 int64_t txc_model_parameter_count(const txc_model *m)
 {
     int64_t n = 0;
     for (int i = 0; i < m->n_params; i++)
         n += txc_tensor_numel(m->params[i].tensor);
     return n;
-}
-
-/* Replace every reference to `old` in the model's tables with `new`. */
-static void relink(txc_model *m, txc_tensor *old, txc_tensor *new)
-{
-    txc_tensor **fixed[] = {&m->embed_tokens, &m->norm, &m->lm_head};
-    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
-        if (*fixed[i] == old)
-            *fixed[i] = new;
-    for (int64_t l = 0; l < m->config.num_hidden_layers; l++)
-        for (int i = 0; i < P_LAYER_COUNT; i++)
-            if (m->layers[l].p[i] == old)
-                m->layers[l].p[i] = new;
 }
 
 txc_status txc_model_to(txc_model *m, txc_device device)
@@ -287,8 +282,7 @@ txc_status txc_model_to(txc_model *m, txc_device device)
             s = txc_last_status();
             break;
         }
-        relink(m, old, moved);
-        m->params[i].tensor = moved;
+        m->params[i].tensor = m->param_tensors[i] = moved;
         txc_tensor_release(old);
     }
     if (s == TXC_OK) {
@@ -328,6 +322,15 @@ static txc_tensor *split_heads(txc_tensor *x, int64_t B, int64_t L, int64_t head
 txc_tensor *txc_model_forward(txc_model *m, txc_tensor *input_ids, txc_tensor *position_ids, txc_kv_cache *cache,
                               txc_tensor *cache_position, int64_t logits_to_keep)
 {
+    return txc_model_forward_with(m, m->param_tensors, input_ids, position_ids, cache, cache_position,
+                                  logits_to_keep);
+}
+
+txc_tensor *txc_model_forward_with(txc_model *m, txc_tensor *const *params, txc_tensor *input_ids,
+                                   txc_tensor *position_ids, txc_kv_cache *cache, txc_tensor *cache_position,
+                                   int64_t logits_to_keep)
+{
+#define W(i) ((i) >= 0 ? params[i] : NULL)
     const txc_hf_config *c = &m->config;
     if (!input_ids || !cache_position)
         return NULL;
@@ -345,7 +348,7 @@ txc_tensor *txc_model_forward(txc_model *m, txc_tensor *input_ids, txc_tensor *p
     if (!position_ids)
         position_ids = txc_expand(txc_unsqueeze(cache_position, 0), 2, (int64_t[]){B, L});
 
-    txc_tensor *h = txc_embedding(m->embed_tokens, input_ids); /* (B, L, H) */
+    txc_tensor *h = txc_embedding(W(m->embed_tokens), input_ids); /* (B, L, H) */
 
     /* LlamaRotaryEmbedding: freqs = position_ids ⊗ inv_freq; emb = cat(freqs, freqs). */
     txc_tensor *pos = txc_unsqueeze(txc_to_dtype(position_ids, TXC_F32), -1); /* (B, L, 1) */
@@ -361,24 +364,25 @@ txc_tensor *txc_model_forward(txc_model *m, txc_tensor *input_ids, txc_tensor *p
 
     for (int64_t l = 0; l < c->num_hidden_layers && h; l++) {
         llama_layer *Ly = &m->layers[l];
-        txc_tensor *x = txc_rms_norm(h, Ly->p[P_INPUT_NORM], c->rms_norm_eps);
-        txc_tensor *q = split_heads(txc_linear(x, Ly->p[P_Q], Ly->p[P_Q_BIAS]), B, L, Hq, d);
-        txc_tensor *k = split_heads(txc_linear(x, Ly->p[P_K], Ly->p[P_K_BIAS]), B, L, Hkv, d);
-        txc_tensor *v = split_heads(txc_linear(x, Ly->p[P_V], Ly->p[P_V_BIAS]), B, L, Hkv, d);
+        txc_tensor *x = txc_rms_norm(h, W(Ly->p[P_INPUT_NORM]), c->rms_norm_eps);
+        txc_tensor *q = split_heads(txc_linear(x, W(Ly->p[P_Q]), W(Ly->p[P_Q_BIAS])), B, L, Hq, d);
+        txc_tensor *k = split_heads(txc_linear(x, W(Ly->p[P_K]), W(Ly->p[P_K_BIAS])), B, L, Hkv, d);
+        txc_tensor *v = split_heads(txc_linear(x, W(Ly->p[P_V]), W(Ly->p[P_V_BIAS])), B, L, Hkv, d);
         q = apply_rope(q, cos, sin, d);
         k = apply_rope(k, cos, sin, d);
         if (cache && k && v && txc_kv_cache_update(cache, (int)l, k, v, cache_position, &k, &v) != TXC_OK)
             return NULL;
         txc_tensor *attn = txc_causal_attention(q, k, v, query_pos, scale); /* (B, Hq, L, d) */
         attn = txc_reshape(txc_transpose(attn, 1, 2), 3, (int64_t[]){B, L, Hq * d});
-        h = txc_add(h, txc_linear(attn, Ly->p[P_O], NULL));
+        h = txc_add(h, txc_linear(attn, W(Ly->p[P_O]), NULL));
 
-        x = txc_rms_norm(h, Ly->p[P_POST_NORM], c->rms_norm_eps);
-        txc_tensor *gate = txc_silu(txc_linear(x, Ly->p[P_GATE], NULL));
-        h = txc_add(h, txc_linear(txc_mul(gate, txc_linear(x, Ly->p[P_UP], NULL)), Ly->p[P_DOWN], NULL));
+        x = txc_rms_norm(h, W(Ly->p[P_POST_NORM]), c->rms_norm_eps);
+        txc_tensor *gate = txc_silu(txc_linear(x, W(Ly->p[P_GATE]), NULL));
+        h = txc_add(h, txc_linear(txc_mul(gate, txc_linear(x, W(Ly->p[P_UP]), NULL)), W(Ly->p[P_DOWN]), NULL));
     }
-    h = txc_rms_norm(h, m->norm, c->rms_norm_eps);
+    h = txc_rms_norm(h, W(m->norm), c->rms_norm_eps);
     if (logits_to_keep > 0 && logits_to_keep < L)
         h = txc_narrow(h, 1, L - logits_to_keep, logits_to_keep);
-    return txc_linear(h, m->lm_head, NULL); /* (B, keep, vocab) */
+    return txc_linear(h, W(m->lm_head), NULL); /* (B, keep, vocab) */
+#undef W
 }

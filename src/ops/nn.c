@@ -121,11 +121,12 @@ static int64_t row_offset(const txc_tensor *t, int64_t r)
     return off;
 }
 
-/* Read a 0/1-d int32/int64 index tensor into int64s (malloc'd). */
+/* Read a 0/1-d int32/int64 index tensor into int64s (per-thread scratch:
+ * valid until the next read_index on this thread; never freed by callers). */
 static int64_t *read_index(const txc_tensor *index, int64_t *n)
 {
     *n = index->numel;
-    int64_t *v = malloc((size_t)(*n > 0 ? *n : 1) * sizeof(int64_t));
+    int64_t *v = txc_scratch((size_t)(*n > 0 ? *n : 1) * sizeof(int64_t), TXC_SCRATCH_INDEX);
     if (!v)
         return NULL;
     const char *p = txc_impl_data(index);
@@ -231,7 +232,7 @@ static txc_status cpu_rms_norm(txc_tensor *out, txc_tensor *const *in, int n_in,
     if (out->numel == 0)
         return TXC_OK;
     int64_t rows = x->numel / D;
-    float *buf = malloc((size_t)D * 2 * sizeof(float));
+    float *buf = txc_scratch((size_t)D * 2 * sizeof(float), TXC_SCRATCH_NORM);
     if (!buf)
         return txc_error(TXC_ERR_NOMEM, "aten::rms_norm: out of memory");
     float *wv = buf + D;
@@ -255,7 +256,6 @@ static txc_status cpu_rms_norm(txc_tensor *out, txc_tensor *const *in, int n_in,
         }
         txc_kern_from_f32(out->dtype, buf, (char *)txc_impl_data(out) + (size_t)(r * D) * eo, D);
     }
-    free(buf);
     return TXC_OK;
 }
 
@@ -298,7 +298,7 @@ static txc_status cpu_layer_norm(txc_tensor *out, txc_tensor *const *in, int n_i
     if (out->numel == 0)
         return TXC_OK;
     int64_t rows = x->numel / D;
-    float *buf = malloc((size_t)D * 3 * sizeof(float));
+    float *buf = txc_scratch((size_t)D * 3 * sizeof(float), TXC_SCRATCH_NORM);
     if (!buf)
         return txc_error(TXC_ERR_NOMEM, "aten::layer_norm: out of memory");
     float *wv = buf + D, *bv = buf + 2 * D;
@@ -329,7 +329,6 @@ static txc_status cpu_layer_norm(txc_tensor *out, txc_tensor *const *in, int n_i
         }
         txc_kern_from_f32(out->dtype, buf, (char *)txc_impl_data(out) + (size_t)(r * D) * eo, D);
     }
-    free(buf);
     return TXC_OK;
 }
 
@@ -509,7 +508,6 @@ static txc_status cpu_index_select(txc_tensor *out, txc_tensor *const *in, int n
         return txc_error(TXC_ERR_NOMEM, "aten::index_select: out of memory");
     int64_t size = t->ndim ? t->shape[d] : 1;
     if (check_range("aten::index_select", idx, n, d, size) != TXC_OK) {
-        free(idx);
         return TXC_ERR_INVALID;
     }
     const char *tp = txc_impl_data(t);
@@ -517,7 +515,6 @@ static txc_status cpu_index_select(txc_tensor *out, txc_tensor *const *in, int n
     size_t es = txc_dtype_size(t->dtype);
     if (t->ndim == 0) {
         memcpy(op, tp, es);
-        free(idx);
         return TXC_OK;
     }
     int64_t sshape[TXC_MAX_DIMS], sstr[TXC_MAX_DIMS], oshape[TXC_MAX_DIMS], ostr[TXC_MAX_DIMS];
@@ -526,7 +523,6 @@ static txc_status cpu_index_select(txc_tensor *out, txc_tensor *const *in, int n
     for (int64_t i = 0; i < n; i++)
         copy_block(nd, sshape, tp + (size_t)(idx[i] * t->strides[d]) * es, t->dtype, sstr,
                    op + (size_t)(i * out->strides[d]) * es, out->dtype, ostr);
-    free(idx);
     return TXC_OK;
 }
 
@@ -570,19 +566,17 @@ static txc_status cpu_index_copy(txc_tensor *out, txc_tensor *const *in, int n_i
         return txc_error(TXC_ERR_NOMEM, "%s: out of memory", opn);
     /* every index is checked before anything is written */
     if (check_range(opn, idx, n, d, self->ndim ? self->shape[d] : 1) != TXC_OK) {
-        free(idx);
         return TXC_ERR_INVALID;
     }
     char *op = txc_impl_data(out);
     size_t eo = txc_dtype_size(out->dtype), es = txc_dtype_size(src->dtype);
-    if (out != self)
+    if (txc_impl_data(out) != txc_impl_data(self)) /* in place (eager or a compiled plan): rows only */
         copy_block(self->ndim, self->shape, txc_impl_data(self), self->dtype, self->strides, op, out->dtype,
                    out->strides);
     const char *sp = txc_impl_data(src);
     if (self->ndim == 0) {
         if (n == 1)
             copy_elems(sp, src->dtype, 1, op, out->dtype, 1, 1);
-        free(idx);
         return TXC_OK;
     }
     int64_t sshape[TXC_MAX_DIMS], sstr[TXC_MAX_DIMS], oshape[TXC_MAX_DIMS], ostr[TXC_MAX_DIMS];
@@ -591,7 +585,6 @@ static txc_status cpu_index_copy(txc_tensor *out, txc_tensor *const *in, int n_i
     for (int64_t i = 0; i < n; i++)
         copy_block(nd, sshape, sp + (size_t)(i * src->strides[d]) * es, src->dtype, sstr,
                    op + (size_t)(idx[i] * out->strides[d]) * eo, out->dtype, ostr);
-    free(idx);
     return TXC_OK;
 }
 

@@ -1,0 +1,94 @@
+/*
+ * txc/jit.h — trace a function of tensors into a compiled, cached plan.
+ *
+ * The analogue of jax.jit / torchax.interop.jax_jit. txc_jit_new wraps a C
+ * function of tensors; txc_jit_call runs it:
+ *
+ *   1. The call's signature — every input's dtype, shape, strides and
+ *      device, plus the static arguments (bytes whose value specialises the
+ *      plan: flags such as use_cache, integers such as logits_to_keep) — is
+ *      looked up among the plans compiled so far.
+ *   2. On a miss the function is traced: the env switches to tracing mode
+ *      and every op the function calls is recorded instead of run (traced
+ *      tensors carry shape and dtype only). The graph goes through the passes
+ *      (dead code, common subexpressions, constant folding, elementwise
+ *      fusion) and memory planning into one arena, and the plan is cached.
+ *      The reason for the recompilation — which input changed, old and new
+ *      shape — is kept (txc_jit_last_recompile_reason), like JAX's
+ *      explain-cache-misses.
+ *   3. The plan runs: inputs are bound to the plan without copying, the
+ *      kernels run in order into the arena, no heap allocation is made.
+ *
+ * Inputs are explicit: weights are inputs (the article's functional_call
+ * point), never constants, so new weights of the same shapes reuse the plan.
+ * Tensors the function reads that are not inputs (module buffers such as
+ * RoPE's inv_freq) are captured as constants. State is never dropped: an
+ * in-place op on an input (the StaticCache write, index_copy_) writes the
+ * caller's buffer when the plan runs (donation); anything else the function
+ * changes must be one of its outputs.
+ *
+ * Outputs are borrowed: they live in the plan's arena (or are the caller's
+ * inputs) and stay valid until the next call of the same jit with the same
+ * signature. Copy (txc_clone) what must outlive that. Do not release them.
+ */
+#ifndef TXC_JIT_H
+#define TXC_JIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "txc/env.h"
+#include "txc/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TXC_JIT_MAX_IO 1024
+
+/* The traced function. `inputs` are the call's tensors (traced while
+ * compiling, concrete when called eagerly); `static_args` the call's static
+ * bytes. It writes up to `max_outputs` result tensors to `outputs` and
+ * their count to *n_outputs. It runs inside an env scope: its temporaries
+ * are released after tracing. */
+typedef txc_status (*txc_jit_fn)(void *ctx, txc_tensor *const *inputs, int n_inputs, const void *static_args,
+                                 size_t static_len, txc_tensor **outputs, int max_outputs, int *n_outputs);
+
+typedef struct txc_jit txc_jit;
+
+typedef struct txc_jit_stats {
+    uint64_t calls;        /* txc_jit_call()s */
+    uint64_t hits;         /* calls that reused a plan */
+    uint64_t misses;       /* compilations */
+    double compile_ms;     /* total time tracing + compiling */
+    double last_compile_ms;
+    int n_plans;           /* plans held */
+    int64_t arena_bytes;   /* arena of the last plan run */
+    int nodes_traced;      /* of the last compilation: ops recorded... */
+    int nodes_compiled;    /* ...and kernel launches left after the passes */
+} txc_jit_stats;
+
+/* A jit of `fn` in `env` (NULL: active). `name` is used in messages. */
+txc_jit *txc_jit_new(txc_env *env, const char *name, txc_jit_fn fn, void *ctx);
+void txc_jit_free(txc_jit *jit);
+
+/* Run the function compiled for this signature (compiling it first if
+ * needed). `input_names` (may be NULL) name the inputs in recompile reasons
+ * ("past_key_values.key_cache[3]"). Outputs are borrowed (see above).
+ * Errors: those of tracing (shapes), of compiling, and of the kernels at
+ * run time (e.g. TXC_ERR_CAPACITY for a cache_position past the cache). */
+txc_status txc_jit_call(txc_jit *jit, txc_tensor *const *inputs, int n_inputs, const char *const *input_names,
+                        const void *static_args, size_t static_len, txc_tensor **outputs, int max_outputs,
+                        int *n_outputs);
+
+txc_jit_stats txc_jit_get_stats(const txc_jit *jit);
+/* Why the last compilation happened ("first call", "input 3
+ * 'past_key_values.key_cache[0]' shape [1, 4, 7, 8] -> [1, 4, 8, 8]"...),
+ * "" when none happened. */
+const char *txc_jit_last_recompile_reason(const txc_jit *jit);
+/* Print the last compiled graph (after the passes) to `f`. */
+void txc_jit_dump_last_graph(const txc_jit *jit, void *file);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,491 @@
+/* The jit: signatures, the plan cache, compilation and the executor.
+ * See include/txc/jit.h and jit/graph.h. */
+#include "txc/jit.h"
+#include "jit/graph.h"
+#include "jit/trace.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* One input's part of a signature. */
+typedef struct sig_entry {
+    txc_dtype dtype;
+    int ndim;
+    int64_t shape[TXC_MAX_DIMS];
+    int64_t strides[TXC_MAX_DIMS];
+    txc_device device;
+} sig_entry;
+
+typedef struct txc_plan {
+    uint64_t hash;
+    int n_inputs;
+    sig_entry *sig;
+    unsigned char *statics;
+    size_t static_len;
+    txc_graph *graph;
+    txc_storage *arena;
+    txc_array **buf_arrays; /* per buffer: TEMP arrays over the arena, CONST the captured array */
+    txc_tensor *hdr;        /* per value: the tensor the kernels see */
+    txc_tensor **argv;      /* per node: pointers into hdr (node_argv[i] .. +n_in) */
+    int *node_argv;
+    int *exec;              /* live kernel nodes, in order */
+    int n_exec;
+    int *bind_start, *bind_vals; /* per input: the values living in its buffer */
+    int64_t arena_bytes;
+    struct txc_plan *next;
+} txc_plan;
+
+struct txc_jit {
+    txc_env *env;
+    char name[64];
+    txc_jit_fn fn;
+    void *ctx;
+    txc_plan *plans;     /* most recently used first */
+    txc_jit_stats stats;
+    char reason[512];
+    char **last_names;   /* input names of the last call that compiled */
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- signatures ------------------------------------------------------------------ */
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static void entry_of(const txc_tensor *t, sig_entry *e)
+{
+    memset(e, 0, sizeof *e);
+    e->dtype = t->dtype;
+    e->ndim = t->ndim;
+    memcpy(e->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    memcpy(e->strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
+    e->device = txc_tensor_device(t);
+}
+
+static uint64_t signature_hash(txc_tensor *const *in, int n, const void *statics, size_t len)
+{
+    uint64_t h = 14695981039346656037ull;
+    h = fnv(h, &n, sizeof n);
+    for (int i = 0; i < n; i++) {
+        sig_entry e;
+        entry_of(in[i], &e);
+        h = fnv(h, &e, sizeof e);
+    }
+    h = fnv(h, &len, sizeof len);
+    return fnv(h, statics, len);
+}
+
+static bool plan_matches(const txc_plan *p, uint64_t h, txc_tensor *const *in, int n, const void *statics,
+                         size_t len)
+{
+    if (p->hash != h || p->n_inputs != n || p->static_len != len || (len && memcmp(p->statics, statics, len)))
+        return false;
+    for (int i = 0; i < n; i++) {
+        sig_entry e;
+        entry_of(in[i], &e);
+        if (memcmp(&e, &p->sig[i], sizeof e) != 0)
+            return false;
+    }
+    return true;
+}
+
+static void shape_str(char *buf, size_t cap, int ndim, const int64_t *s)
+{
+    size_t o = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < ndim && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%lld", i ? ", " : "", (long long)s[i]);
+    if (o < cap)
+        snprintf(buf + o, cap - o, "]");
+}
+
+/* Why `in` missed the most recent plan (JAX's explain-cache-misses). */
+static void explain_miss(txc_jit *jit, txc_tensor *const *in, int n, const char *const *names, const void *statics,
+                         size_t len)
+{
+    const txc_plan *p = jit->plans;
+    if (!p) {
+        snprintf(jit->reason, sizeof jit->reason, "first call");
+        return;
+    }
+    if (p->n_inputs != n) {
+        snprintf(jit->reason, sizeof jit->reason, "%d inputs instead of %d", n, p->n_inputs);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        sig_entry e;
+        entry_of(in[i], &e);
+        const sig_entry *o = &p->sig[i];
+        char nm[160], a[128], b[128];
+        snprintf(nm, sizeof nm, "input %d%s%s%s", i, names ? " '" : "", names ? names[i] : "", names ? "'" : "");
+        if (e.dtype != o->dtype) {
+            snprintf(jit->reason, sizeof jit->reason, "%s dtype %s -> %s", nm, txc_dtype_name(o->dtype),
+                     txc_dtype_name(e.dtype));
+            return;
+        }
+        if (e.ndim != o->ndim || memcmp(e.shape, o->shape, sizeof e.shape)) {
+            shape_str(a, sizeof a, o->ndim, o->shape);
+            shape_str(b, sizeof b, e.ndim, e.shape);
+            snprintf(jit->reason, sizeof jit->reason, "%s shape %s -> %s", nm, a, b);
+            return;
+        }
+        if (memcmp(e.strides, o->strides, sizeof e.strides)) {
+            shape_str(a, sizeof a, o->ndim, o->strides);
+            shape_str(b, sizeof b, e.ndim, e.strides);
+            snprintf(jit->reason, sizeof jit->reason, "%s strides %s -> %s", nm, a, b);
+            return;
+        }
+        if (!txc_device_equal(e.device, o->device)) {
+            snprintf(jit->reason, sizeof jit->reason, "%s device %s -> ", nm, txc_device_name(o->device));
+            size_t l = strlen(jit->reason);
+            snprintf(jit->reason + l, sizeof jit->reason - l, "%s", txc_device_name(e.device));
+            return;
+        }
+    }
+    const unsigned char *s = statics;
+    size_t i = 0;
+    while (i < len && i < p->static_len && s[i] == p->statics[i])
+        i++;
+    if (len != p->static_len)
+        snprintf(jit->reason, sizeof jit->reason, "static arguments of %zu bytes instead of %zu", len, p->static_len);
+    else
+        snprintf(jit->reason, sizeof jit->reason, "static argument byte %zu changed: 0x%02x -> 0x%02x", i,
+                 p->statics[i], s[i]);
+}
+
+/* ---- compilation --------------------------------------------------------------------- */
+
+static void plan_free(txc_plan *p)
+{
+    if (!p)
+        return;
+    if (p->graph && p->buf_arrays)
+        for (int b = 0; b < p->graph->n_buffers; b++)
+            if (p->graph->buffers[b].kind == TXC_BUF_TEMP)
+                txc_array_release(p->buf_arrays[b]);
+    free(p->buf_arrays);
+    txc_storage_release(p->arena);
+    txc_graph_free(p->graph);
+    free(p->sig);
+    free(p->statics);
+    free(p->hdr);
+    free(p->argv);
+    free(p->node_argv);
+    free(p->exec);
+    free(p->bind_start);
+    free(p->bind_vals);
+    free(p);
+}
+
+/* Trace jit->fn on placeholders for `in`: the graph, or NULL on error. */
+static txc_graph *trace(txc_jit *jit, txc_tensor *const *in, int n, const void *statics, size_t len)
+{
+    txc_env *env = jit->env;
+    txc_graph *g = txc_graph_new();
+    if (!g)
+        return NULL;
+    g->inputs = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    g->outputs = malloc(sizeof(int) * TXC_JIT_MAX_IO);
+    txc_tensor **tin = calloc((size_t)(n > 0 ? n : 1), sizeof *tin);
+    txc_tensor *outs[TXC_JIT_MAX_IO];
+    txc_trace *tr = calloc(1, sizeof *tr);
+    if (!g->inputs || !g->outputs || !tin || !tr) {
+        free(tin);
+        free(tr);
+        txc_graph_free(g);
+        txc_error(TXC_ERR_NOMEM, "out of memory (trace)");
+        return NULL;
+    }
+    tr->graph = g;
+    bool ok = true;
+    int mark = txc_env_scope_begin(env);
+    for (int i = 0; i < n && ok; i++) {
+        int b = txc_graph_add_buffer(g, TXC_BUF_INPUT, in[i]->dtype, in[i]->numel);
+        txc_value v = {.dtype = in[i]->dtype, .ndim = in[i]->ndim, .offset = 0, .buffer = b, .producer = -1};
+        memcpy(v.shape, in[i]->shape, sizeof v.shape);
+        memcpy(v.strides, in[i]->strides, sizeof v.strides);
+        int id = b >= 0 ? txc_graph_add_value(g, &v) : -1;
+        ok = id >= 0;
+        if (ok) {
+            g->buffers[b].input = i;
+            g->inputs[g->n_inputs++] = id;
+            ok = (tin[i] = txc_env_scope_adopt(env, txc_trace_tensor(g, env, id))) != NULL;
+        }
+    }
+    int n_out = 0;
+    if (ok) {
+        env->trace_hook = txc_trace_record;
+        env->trace_ctx = tr;
+        txc_status s = jit->fn(jit->ctx, tin, n, statics, len, outs, TXC_JIT_MAX_IO, &n_out);
+        env->trace_hook = NULL;
+        env->trace_ctx = NULL;
+        if (s != TXC_OK) {
+            txc_error(s, "jit '%s': the traced function failed", jit->name);
+            ok = false;
+        }
+    }
+    for (int i = 0; ok && i < n_out; i++) {
+        if (!outs[i]) {
+            ok = false;
+            txc_error(TXC_ERR_INVALID, "jit '%s': output %d is NULL", jit->name, i);
+        } else if (outs[i]->value < 0) {
+            ok = false;
+            txc_error(TXC_ERR_INVALID, "jit '%s': output %d does not depend on the inputs (return a traced tensor)",
+                      jit->name, i);
+        } else {
+            g->outputs[g->n_outputs++] = outs[i]->value;
+        }
+    }
+    txc_env_scope_end(env, mark);
+    free(tin);
+    free(tr);
+    if (!ok) {
+        txc_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+static txc_plan *build_plan(txc_jit *jit, txc_graph *g)
+{
+    txc_plan *p = calloc(1, sizeof *p);
+    if (!p) {
+        txc_error(TXC_ERR_NOMEM, "out of memory (plan)");
+        return NULL;
+    }
+    p->graph = g;
+    p->arena_bytes = txc_plan_memory(g);
+    if (p->arena_bytes < 0)
+        goto fail;
+    p->arena = txc_storage_new(jit->env->device, (size_t)p->arena_bytes);
+    p->buf_arrays = calloc((size_t)g->n_buffers + 1, sizeof *p->buf_arrays);
+    p->hdr = calloc((size_t)g->n_values + 1, sizeof *p->hdr);
+    p->node_argv = calloc((size_t)g->n_nodes + 1, sizeof *p->node_argv);
+    p->exec = calloc((size_t)g->n_nodes + 1, sizeof *p->exec);
+    int n_args = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        n_args += g->nodes[i].n_in;
+    p->argv = calloc((size_t)n_args + 1, sizeof *p->argv);
+    p->bind_start = calloc((size_t)g->n_inputs + 1, sizeof *p->bind_start);
+    p->bind_vals = calloc((size_t)g->n_values + 1, sizeof *p->bind_vals);
+    if (!p->arena || !p->buf_arrays || !p->hdr || !p->node_argv || !p->exec || !p->argv || !p->bind_start ||
+        !p->bind_vals) {
+        txc_error(TXC_ERR_NOMEM, "out of memory (plan)");
+        goto fail;
+    }
+    for (int b = 0; b < g->n_buffers; b++) {
+        txc_buffer *buf = &g->buffers[b];
+        if (buf->kind == TXC_BUF_TEMP && buf->arena_offset >= 0) {
+            int64_t numel = buf->numel;
+            p->buf_arrays[b] = txc_array_from_storage(p->arena, (size_t)buf->arena_offset, buf->dtype, 1, &numel);
+            if (!p->buf_arrays[b])
+                goto fail;
+        } else if (buf->kind == TXC_BUF_CONST) {
+            p->buf_arrays[b] = buf->konst->array;
+        }
+    }
+    for (int v = 0; v < g->n_values; v++) {
+        const txc_value *x = &g->values[v];
+        txc_tensor *h = &p->hdr[v];
+        h->refcount = 1 << 30; /* plan-owned: never freed by a release */
+        h->env = jit->env;
+        h->array = p->buf_arrays[x->buffer] ? p->buf_arrays[x->buffer] : g->placeholder;
+        h->dtype = x->dtype;
+        h->ndim = x->ndim;
+        memcpy(h->shape, x->shape, sizeof h->shape);
+        memcpy(h->strides, x->strides, sizeof h->strides);
+        h->offset = x->offset;
+        h->numel = txc_shape_numel(x->ndim, x->shape);
+        h->value = -1;
+    }
+    int a = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const txc_node *n = &g->nodes[i];
+        p->node_argv[i] = a;
+        for (int j = 0; j < n->n_in; j++)
+            p->argv[a++] = &p->hdr[n->in[j]];
+        if (!n->dead && !n->is_view)
+            p->exec[p->n_exec++] = i;
+    }
+    int k = 0;
+    for (int i = 0; i < g->n_inputs; i++) {
+        p->bind_start[i] = k;
+        int b = g->values[g->inputs[i]].buffer;
+        for (int v = 0; v < g->n_values; v++)
+            if (g->values[v].buffer == b)
+                p->bind_vals[k++] = v;
+    }
+    p->bind_start[g->n_inputs] = k;
+    return p;
+fail:
+    p->graph = NULL; /* the caller still owns g */
+    plan_free(p);
+    return NULL;
+}
+
+static txc_plan *compile(txc_jit *jit, txc_tensor *const *in, int n, const void *statics, size_t len)
+{
+    double t0 = now_ms();
+    txc_graph *g = trace(jit, in, n, statics, len);
+    if (!g)
+        return NULL;
+    jit->stats.nodes_traced = g->n_nodes;
+    txc_pass_dce(g);
+    txc_pass_cse(g);
+    txc_pass_fold(g, jit->env);
+    txc_pass_fuse(g);
+    txc_pass_dce(g);
+    txc_plan *p = build_plan(jit, g);
+    if (!p) {
+        txc_graph_free(g);
+        return NULL;
+    }
+    p->n_inputs = n;
+    p->sig = calloc((size_t)(n > 0 ? n : 1), sizeof *p->sig);
+    p->statics = malloc(len ? len : 1);
+    if (!p->sig || !p->statics) {
+        plan_free(p);
+        txc_error(TXC_ERR_NOMEM, "out of memory (plan)");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++)
+        entry_of(in[i], &p->sig[i]);
+    if (len)
+        memcpy(p->statics, statics, len);
+    p->static_len = len;
+    p->hash = signature_hash(in, n, statics, len);
+    jit->stats.nodes_compiled = p->n_exec;
+    double dt = now_ms() - t0;
+    jit->stats.misses++;
+    jit->stats.compile_ms += dt;
+    jit->stats.last_compile_ms = dt;
+    return p;
+}
+
+/* ---- execution ------------------------------------------------------------------------ */
+
+static txc_status run(txc_plan *p, txc_tensor *const *in)
+{
+    const txc_graph *g = p->graph;
+    for (int i = 0; i < g->n_inputs; i++) /* bind: the caller's array, no copy */
+        for (int k = p->bind_start[i]; k < p->bind_start[i + 1]; k++) {
+            int v = p->bind_vals[k];
+            p->hdr[v].array = in[i]->array;
+            p->hdr[v].offset = in[i]->offset + g->values[v].offset;
+        }
+    for (int e = 0; e < p->n_exec; e++) {
+        const txc_node *n = &g->nodes[p->exec[e]];
+        txc_tensor **args = &p->argv[p->node_argv[p->exec[e]]];
+        txc_status s;
+        if (n->fused)
+            s = txc_fused_run(n->fused, &p->hdr[n->out], args, n->n_in);
+        else
+            s = txc_op_get(n->op)->cpu(&p->hdr[n->out], args, n->n_in, &n->attrs);
+        if (s != TXC_OK)
+            return s;
+    }
+    return TXC_OK;
+}
+
+/* ---- API -------------------------------------------------------------------------------- */
+
+txc_jit *txc_jit_new(txc_env *env, const char *name, txc_jit_fn fn, void *ctx)
+{
+    txc_jit *jit = calloc(1, sizeof *jit);
+    if (!jit) {
+        txc_error(TXC_ERR_NOMEM, "out of memory (jit)");
+        return NULL;
+    }
+    jit->env = env ? env : txc_env_active();
+    snprintf(jit->name, sizeof jit->name, "%s", name ? name : "fn");
+    jit->fn = fn;
+    jit->ctx = ctx;
+    return jit;
+}
+
+void txc_jit_free(txc_jit *jit)
+{
+    if (!jit)
+        return;
+    while (jit->plans) {
+        txc_plan *p = jit->plans;
+        jit->plans = p->next;
+        plan_free(p);
+    }
+    free(jit);
+}
+
+txc_status txc_jit_call(txc_jit *jit, txc_tensor *const *in, int n, const char *const *names, const void *statics,
+                        size_t len, txc_tensor **outputs, int max_outputs, int *n_outputs)
+{
+    if (n < 0 || n > TXC_JIT_MAX_IO)
+        return txc_error(TXC_ERR_INVALID, "jit '%s': %d inputs (at most %d)", jit->name, n, TXC_JIT_MAX_IO);
+    for (int i = 0; i < n; i++) {
+        if (!in[i])
+            return txc_error(TXC_ERR_INVALID, "jit '%s': input %d is NULL", jit->name, i);
+        if (in[i]->env != jit->env)
+            return txc_error(TXC_ERR_ENV, "jit '%s': input %d belongs to environment '%s', the jit to '%s'; move it "
+                                          "with txc_tensor_to_env()", jit->name, i, txc_env_name(in[i]->env),
+                             txc_env_name(jit->env));
+        if (in[i]->value >= 0)
+            return txc_error(TXC_ERR_UNSUPPORTED, "jit '%s': nested jit calls while tracing are not supported",
+                             jit->name);
+    }
+    jit->stats.calls++;
+    uint64_t h = signature_hash(in, n, statics, len);
+    txc_plan *p = jit->plans, *prev = NULL;
+    while (p && !plan_matches(p, h, in, n, statics, len)) {
+        prev = p;
+        p = p->next;
+    }
+    if (p) {
+        jit->stats.hits++;
+        if (prev) { /* move to front */
+            prev->next = p->next;
+            p->next = jit->plans;
+            jit->plans = p;
+        }
+    } else {
+        explain_miss(jit, in, n, names, statics, len);
+        p = compile(jit, in, n, statics, len);
+        if (!p)
+            return txc_last_status() != TXC_OK ? txc_last_status() : TXC_ERR_INTERNAL;
+        p->next = jit->plans;
+        jit->plans = p;
+        jit->stats.n_plans++;
+    }
+    if (p->graph->n_outputs > max_outputs)
+        return txc_error(TXC_ERR_INVALID, "jit '%s': %d outputs, room for %d", jit->name, p->graph->n_outputs,
+                         max_outputs);
+    txc_status s = run(p, in);
+    if (s != TXC_OK)
+        return s;
+    jit->stats.arena_bytes = p->arena_bytes;
+    for (int i = 0; i < p->graph->n_outputs; i++)
+        outputs[i] = &p->hdr[p->graph->outputs[i]];
+    *n_outputs = p->graph->n_outputs;
+    return TXC_OK;
+}
+
+txc_jit_stats txc_jit_get_stats(const txc_jit *jit) { return jit->stats; }
+const char *txc_jit_last_recompile_reason(const txc_jit *jit) { return jit->reason; }
+
+void txc_jit_dump_last_graph(const txc_jit *jit, void *file)
+{
+    if (jit->plans)
+        txc_graph_dump(jit->plans->graph, file ? file : stderr);
+}
