@@ -35,7 +35,7 @@ static int32_t *json_ids(const cJSON *arr, int64_t *n)
     return ids;
 }
 
-static void check_reference(txc_cache_kind kind)
+static void check_reference(txc_cache_kind kind, bool jit)
 {
     txc_model *m = NULL;
     txc_tokenizer *tok = NULL;
@@ -58,11 +58,20 @@ static void check_reference(txc_cache_kind kind)
 
         txc_generate_options o = txc_generate_default_options(m, model_dir());
         o.cache = kind;
+        o.jit = jit;
         o.max_new_tokens = cJSON_GetObjectItem(ref, "max_new_tokens")->valueint;
         txc_generate_result r;
         txc_status s = txc_generate(m, ids, (int64_t)n_ids, &o, &r);
         if (s != TXC_OK)
             fail_msg("generate(%s, '%s'): %s", txc_cache_kind_name(kind), prompt, txc_last_error());
+        if (jit && kind == TXC_CACHE_STATIC) { /* the article's point: one decode plan */
+            assert_int_equal(r.prefill_compilations, n_in > 1 ? 1 : 0); /* a 1-token prompt is a decode step */
+            assert_int_equal(r.decode_compilations, 1);
+        } else if (jit && kind == TXC_CACHE_DYNAMIC) { /* ...versus one per step */
+            assert_int_equal(r.prefill_compilations + r.decode_compilations, r.n_new);
+        } else if (!jit) {
+            assert_int_equal(r.prefill_compilations + r.decode_compilations, 0);
+        }
         if (r.n_new != n_new)
             fail_msg("cache %s, prompt '%s': %lld new tokens, reference %lld", txc_cache_kind_name(kind), prompt,
                      (long long)r.n_new, (long long)n_new);
@@ -84,9 +93,11 @@ static void check_reference(txc_cache_kind kind)
     txc_model_free(m);
 }
 
-static void test_reference_static(void **state) { (void)state; check_reference(TXC_CACHE_STATIC); }
-static void test_reference_dynamic(void **state) { (void)state; check_reference(TXC_CACHE_DYNAMIC); }
-static void test_reference_none(void **state) { (void)state; check_reference(TXC_CACHE_NONE); }
+static void test_reference_static(void **state) { (void)state; check_reference(TXC_CACHE_STATIC, false); }
+static void test_reference_dynamic(void **state) { (void)state; check_reference(TXC_CACHE_DYNAMIC, false); }
+static void test_reference_none(void **state) { (void)state; check_reference(TXC_CACHE_NONE, false); }
+static void test_reference_jit_static(void **state) { (void)state; check_reference(TXC_CACHE_STATIC, true); }
+static void test_reference_jit_dynamic(void **state) { (void)state; check_reference(TXC_CACHE_DYNAMIC, true); }
 
 static void test_parameters(void **state)
 {
@@ -318,7 +329,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parameters),      cmocka_unit_test(test_cache_logits_match),
         cmocka_unit_test(test_reference_static), cmocka_unit_test(test_reference_dynamic),
-        cmocka_unit_test(test_reference_none),  cmocka_unit_test(test_bad_folders),
+        cmocka_unit_test(test_reference_none),  cmocka_unit_test(test_reference_jit_static),
+        cmocka_unit_test(test_reference_jit_dynamic),  cmocka_unit_test(test_bad_folders),
         cmocka_unit_test(test_prompt_too_long), cmocka_unit_test(test_causal_attention),
         cmocka_unit_test(test_static_cache_overflow),
     };

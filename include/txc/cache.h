@@ -69,6 +69,17 @@ txc_status txc_kv_cache_update(txc_kv_cache *cache, int layer, txc_tensor *key, 
  * cache_position while tracing). */
 void txc_kv_cache_set_seq_length(txc_kv_cache *cache, int64_t n);
 
+/* Register "StaticCache" and "DynamicCache" with the flatten/unflatten
+ * registry (txc/tree.h), once; called before caches cross a jit boundary.
+ * Leaves: key_cache[0..num_layers) then value_cache[...]; aux: kind,
+ * layers, max_cache_len (never the stored length). */
+txc_status txc_cache_register_trees(void);
+/* Replace a DynamicCache's contents with `leaves` (its flattened layout:
+ * 2 * num_layers tensors, retained); the length follows their seq dim. */
+txc_status txc_kv_cache_set_layers(txc_kv_cache *cache, txc_tensor *const *leaves, int n);
+/* "StaticCache" or "DynamicCache". */
+const char *txc_kv_cache_tree_type(const txc_kv_cache *cache);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "txc/cache.h"
+#include "txc/jit.h"
 #include "txc/model.h"
 
 #ifdef __cplusplus
@@ -27,6 +28,7 @@ extern "C" {
 typedef struct txc_generate_options {
     int64_t max_new_tokens;          /* > 0 */
     txc_cache_kind cache;            /* default TXC_CACHE_STATIC */
+    bool jit;                        /* compile the steps (txc/jit.h); default true */
     int64_t max_cache_len;           /* static cache length; 0: prompt + max_new_tokens */
     int n_eos;                       /* 0: never stop on a token */
     int64_t eos_token_id[TXC_MAX_EOS_IDS];
@@ -49,7 +51,24 @@ typedef struct txc_generate_result {
     int64_t max_cache_len; /* the static cache length used (0 otherwise) */
     const char *stop_reason; /* "eos_token_id", "max_new_tokens", "max_cache_len",
                                 "max_position_embeddings" or "callback" (static string) */
+    /* compiled steps only (zero when eager): */
+    int64_t prefill_compilations, decode_compilations; /* plans compiled during this call */
+    double compile_ms;          /* time spent tracing + compiling during this call */
 } txc_generate_result;
+
+/* A generator keeps what outlives one generation: the compiled prefill
+ * and decode steps of a model (so a session of many prompts compiles each
+ * signature once: decode once per cache shape, prefill once per prompt
+ * bucket — prompts are padded to powers of two up to max_cache_len). */
+typedef struct txc_generator txc_generator;
+txc_generator *txc_generator_new(txc_model *model);
+void txc_generator_free(txc_generator *gen);
+/* Stats of the compiled prefill (which = 0) or decode (which = 1) step. */
+txc_jit_stats txc_generator_jit_stats(const txc_generator *gen, int which);
+const char *txc_generator_last_recompile_reason(const txc_generator *gen, int which);
+/* As txc_generate, reusing the generator's compiled steps. */
+txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64_t n_input,
+                             const txc_generate_options *opts, txc_generate_result *result);
 
 /* Greedy generation from `input_ids` (n_input >= 1, batch 1).
  * Errors: TXC_ERR_CAPACITY when the prompt is longer than max_cache_len

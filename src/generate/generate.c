@@ -1,7 +1,8 @@
-/* Greedy generation with no cache, a DynamicCache or a StaticCache; see
- * include/txc/generate.h. */
+/* Greedy generation: no cache, a DynamicCache or a StaticCache, each eager
+ * or compiled (txc/jit.h). See include/txc/generate.h. */
 #include "txc/generate.h"
 #include "txc/ops.h"
+#include "txc/tree.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,7 @@ static double now_ms(void)
 
 txc_generate_options txc_generate_default_options(const txc_model *model, const char *model_dir)
 {
-    txc_generate_options o = {.max_new_tokens = 256, .cache = TXC_CACHE_STATIC};
+    txc_generate_options o = {.max_new_tokens = 256, .cache = TXC_CACHE_STATIC, .jit = true};
     const txc_hf_config *c = txc_model_config(model);
     txc_generation_config g;
     txc_status saved = txc_last_status();
@@ -34,6 +35,190 @@ txc_generate_options txc_generate_default_options(const txc_model *model, const 
     return o;
 }
 
+/* ---- the step, as one traced function -------------------------------------------
+ * inputs: the model's parameters, the cache's leaves (txc/tree.h), then
+ * input_ids (1, L) int64, cache_position (L) int64 and, for a prefill,
+ * logits_index (1) int64 (the last real token of a padded prompt).
+ * outputs: next token (1, 1) int64 (greedy argmax), logits (1, 1, vocab),
+ * then the cache's leaves after the step (a DynamicCache grows: new
+ * tensors; a StaticCache is written in place, its leaves are the inputs). */
+
+typedef struct step_statics {
+    int32_t n_params, n_cache_leaves, has_logits_index, cache_kind;
+    unsigned char cache_aux[TXC_TREE_MAX_AUX];
+    size_t cache_aux_len;
+} step_statics;
+
+struct txc_generator {
+    txc_model *model;
+    txc_env *env;
+    txc_jit *jit[2]; /* prefill, decode */
+};
+
+static txc_status step_fn(void *ctx, txc_tensor *const *in, int n_in, const void *statics_p, size_t len,
+                          txc_tensor **out, int max_out, int *n_out)
+{
+    txc_generator *gen = ctx;
+    step_statics st;
+    if (len != sizeof st)
+        return txc_error(TXC_ERR_INTERNAL, "step: bad static arguments");
+    memcpy(&st, statics_p, sizeof st);
+    int P = st.n_params, C = st.n_cache_leaves;
+    if (n_in != P + C + 2 + st.has_logits_index || max_out < 2 + C)
+        return txc_error(TXC_ERR_INTERNAL, "step: %d inputs", n_in);
+    const char *type = st.cache_kind == TXC_CACHE_STATIC ? "StaticCache" : "DynamicCache";
+    txc_kv_cache *cache = NULL;
+    if (st.cache_kind != TXC_CACHE_NONE &&
+        !(cache = txc_tree_unflatten(type, st.cache_aux, st.cache_aux_len, in + P, C, gen->env)))
+        return txc_last_status();
+    txc_tensor *logits = txc_model_forward_with(gen->model, in, in[P + C], NULL, cache, in[P + C + 1], 1,
+                                                st.has_logits_index ? in[P + C + 2] : NULL);
+    out[0] = txc_argmax(logits, -1, false);
+    out[1] = logits;
+    *n_out = 2;
+    txc_status s = out[0] ? TXC_OK : txc_last_status();
+    if (s == TXC_OK && cache) {
+        unsigned char aux[TXC_TREE_MAX_AUX];
+        size_t aux_len;
+        int n;
+        s = txc_tree_flatten(type, cache, out + 2, max_out - 2, &n, aux, &aux_len);
+        *n_out += n;
+    }
+    txc_tree_free(type, cache);
+    return s == TXC_OK ? TXC_OK : (s ? s : TXC_ERR_INTERNAL);
+}
+
+txc_generator *txc_generator_new(txc_model *model)
+{
+    txc_generator *g = calloc(1, sizeof *g);
+    if (!g) {
+        txc_error(TXC_ERR_NOMEM, "out of memory (generator)");
+        return NULL;
+    }
+    g->model = model;
+    g->env = txc_model_env(model);
+    g->jit[0] = txc_jit_new(g->env, "prefill", step_fn, g);
+    g->jit[1] = txc_jit_new(g->env, "decode", step_fn, g);
+    if (!g->jit[0] || !g->jit[1] || txc_cache_register_trees() != TXC_OK) {
+        txc_generator_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+void txc_generator_free(txc_generator *g)
+{
+    if (!g)
+        return;
+    txc_jit_free(g->jit[0]);
+    txc_jit_free(g->jit[1]);
+    free(g);
+}
+
+txc_jit_stats txc_generator_jit_stats(const txc_generator *g, int which) { return txc_jit_get_stats(g->jit[which != 0]); }
+
+const char *txc_generator_last_recompile_reason(const txc_generator *g, int which)
+{
+    return txc_jit_last_recompile_reason(g->jit[which != 0]);
+}
+
+/* Smallest power of two >= n, at most cap (a StaticCache's length). */
+static int64_t bucket(int64_t n, int64_t cap)
+{
+    int64_t b = 1;
+    while (b < n)
+        b *= 2;
+    return b < cap ? b : cap;
+}
+
+/* One compiled step over ids[from, to) (padded to a bucket for a static
+ * prefill). Returns the next token or -1; a DynamicCache is replaced by
+ * the grown one in *cache. */
+static int32_t step_jit(txc_generator *gen, txc_kv_cache **cache, const int32_t *ids, int64_t from, int64_t to)
+{
+    txc_env *env = gen->env;
+    const txc_model *m = gen->model;
+    int P = txc_model_num_parameters(m);
+    txc_tensor *const *params = txc_model_parameters(m);
+    int64_t L = to - from;
+    bool prefill = L > 1;
+    txc_cache_kind kind = *cache ? txc_kv_cache_kind(*cache) : TXC_CACHE_NONE;
+    int64_t Lp = prefill && kind == TXC_CACHE_STATIC ? bucket(L, txc_kv_cache_max_length(*cache) - from) : L;
+
+    step_statics st;
+    memset(&st, 0, sizeof st);
+    st.n_params = P;
+    st.has_logits_index = prefill;
+    st.cache_kind = kind;
+    txc_tensor **in = calloc((size_t)P + 2 * 512 + 3, sizeof *in);
+    const char **names = calloc((size_t)P + 2 * 512 + 3, sizeof *names);
+    char (*leaf_names)[64] = calloc(2 * 512, sizeof *leaf_names);
+    if (!in || !names || !leaf_names) {
+        free(in);
+        free(names);
+        free(leaf_names);
+        txc_error(TXC_ERR_NOMEM, "out of memory (step)");
+        return -1;
+    }
+    memcpy(in, params, sizeof *in * (size_t)P);
+    for (int i = 0; i < P; i++)
+        names[i] = txc_model_parameter_name(m, i);
+    int C = 0;
+    int32_t next = -1;
+    int mark = txc_env_scope_begin(env);
+    if (*cache) {
+        const char *type = txc_kv_cache_tree_type(*cache);
+        if (txc_tree_flatten(type, *cache, in + P, 2 * 512, &C, st.cache_aux, &st.cache_aux_len) != TXC_OK)
+            goto done;
+        const txc_tree_def *d = txc_tree_find(type);
+        for (int i = 0; i < C; i++) {
+            d->leaf_name(st.cache_aux, st.cache_aux_len, i, leaf_names[i], sizeof leaf_names[i]);
+            names[P + i] = leaf_names[i];
+        }
+    }
+    st.n_cache_leaves = C;
+    int64_t shape[2] = {1, Lp};
+    txc_tensor *input_ids = txc_zeros(env, 2, shape, TXC_I64);
+    txc_tensor *cache_position = txc_arange(env, (double)from, (double)(from + Lp), 1, TXC_I64);
+    if (!input_ids || !cache_position)
+        goto done;
+    int64_t *p = txc_tensor_data_ptr(input_ids);
+    for (int64_t i = 0; i < L; i++)
+        p[i] = ids[from + i];
+    int n_in = P + C;
+    names[n_in] = "input_ids";
+    in[n_in++] = input_ids;
+    names[n_in] = "cache_position";
+    in[n_in++] = cache_position;
+    if (prefill) {
+        int64_t last = L - 1, one = 1;
+        names[n_in] = "logits_index";
+        if (!(in[n_in++] = txc_tensor_from_data(env, TXC_I64, 1, &one, &last)))
+            goto done;
+    }
+    txc_tensor *out[2 + 2 * 512];
+    int n_out;
+    if (txc_jit_call(gen->jit[!prefill], in, n_in, names, &st, sizeof st, out, 2 + 2 * 512, &n_out) != TXC_OK)
+        goto done;
+    next = (int32_t)((const int64_t *)txc_tensor_data_ptr(out[0]))[0];
+    if (kind == TXC_CACHE_DYNAMIC) {
+        /* The grown cache lives in the plan's arena: copy it out. */
+        txc_tensor *leaves[2 * 512];
+        for (int i = 0; i < n_out - 2; i++)
+            leaves[i] = txc_clone(out[2 + i]); /* owned by the scope; the cache retains them */
+        if (txc_kv_cache_set_layers(*cache, leaves, n_out - 2) != TXC_OK)
+            next = -1;
+    } else if (kind == TXC_CACHE_STATIC) {
+        txc_kv_cache_set_seq_length(*cache, to);
+    }
+done:
+    txc_env_scope_end(env, mark);
+    free(in);
+    free(names);
+    free(leaf_names);
+    return next;
+}
+
 /* Index of the largest logit (first one on ties, as torch.argmax). */
 static int32_t argmax_last(txc_tensor *logits)
 {
@@ -42,9 +227,9 @@ static int32_t argmax_last(txc_tensor *logits)
     return idx ? (int32_t)txc_tensor_item(idx) : -1;
 }
 
-/* One forward of ids[from, to) at positions [from, to); returns the next
- * token, or -1 on error. */
-static int32_t step(txc_model *model, txc_kv_cache *cache, const int32_t *ids, int64_t from, int64_t to)
+/* One eager forward of ids[from, to) at positions [from, to); returns the
+ * next token, or -1 on error. */
+static int32_t step_eager(txc_model *model, txc_kv_cache *cache, const int32_t *ids, int64_t from, int64_t to)
 {
     txc_env *env = txc_model_env(model);
     int mark = txc_env_scope_begin(env);
@@ -66,10 +251,11 @@ static int32_t step(txc_model *model, txc_kv_cache *cache, const int32_t *ids, i
     return next;
 }
 
-txc_status txc_generate(txc_model *model, const int32_t *input_ids, int64_t n_input, const txc_generate_options *o,
-                        txc_generate_result *r)
+txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64_t n_input,
+                             const txc_generate_options *o, txc_generate_result *r)
 {
     memset(r, 0, sizeof *r);
+    txc_model *model = gen->model;
     const txc_hf_config *c = txc_model_config(model);
     if (n_input < 1)
         return txc_error(TXC_ERR_INVALID, "generate: the prompt is empty (it needs at least one id, e.g. BOS)");
@@ -120,6 +306,7 @@ txc_status txc_generate(txc_model *model, const int32_t *input_ids, int64_t n_in
         free(ids);
         return txc_last_status();
     }
+    txc_jit_stats before[2] = {txc_jit_get_stats(gen->jit[0]), txc_jit_get_stats(gen->jit[1])};
 
     txc_status s = TXC_OK;
     int64_t n = n_input;
@@ -127,7 +314,7 @@ txc_status txc_generate(txc_model *model, const int32_t *input_ids, int64_t n_in
     while (n < total) {
         /* Without a cache, re-run everything; with one, only the new tokens. */
         int64_t from = (cache && n > n_input) ? n - 1 : 0;
-        int32_t next = step(model, cache, ids, from, n);
+        int32_t next = o->jit ? step_jit(gen, &cache, ids, from, n) : step_eager(model, cache, ids, from, n);
         if (next < 0) {
             s = txc_last_status() != TXC_OK ? txc_last_status() : TXC_ERR_INTERNAL;
             break;
@@ -163,7 +350,24 @@ txc_status txc_generate(txc_model *model, const int32_t *input_ids, int64_t n_in
     r->decode_ms = t1 - t_first;
     r->max_cache_len = o->cache == TXC_CACHE_STATIC ? max_cache_len : 0;
     r->stop_reason = r->stopped_on_eos ? "eos_token_id" : n == total ? limit : "callback";
+    txc_jit_stats after[2] = {txc_jit_get_stats(gen->jit[0]), txc_jit_get_stats(gen->jit[1])};
+    r->prefill_compilations = (int64_t)(after[0].misses - before[0].misses);
+    r->decode_compilations = (int64_t)(after[1].misses - before[1].misses);
+    r->compile_ms = after[0].compile_ms - before[0].compile_ms + after[1].compile_ms - before[1].compile_ms;
     return TXC_OK;
+}
+
+txc_status txc_generate(txc_model *model, const int32_t *input_ids, int64_t n_input, const txc_generate_options *o,
+                        txc_generate_result *r)
+{
+    txc_generator *gen = txc_generator_new(model);
+    if (!gen) {
+        memset(r, 0, sizeof *r);
+        return txc_last_status();
+    }
+    txc_status s = txc_generator_run(gen, input_ids, n_input, o, r);
+    txc_generator_free(gen);
+    return s;
 }
 
 void txc_generate_result_free(txc_generate_result *r)

@@ -4,6 +4,10 @@
 #include "env/env_impl.h"
 #include "txc/cache.h"
 #include "txc/ops.h"
+#include "txc/tree.h"
+
+#include <pthread.h>
+#include <stdio.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -193,4 +197,109 @@ txc_status txc_kv_cache_update(txc_kv_cache *c, int layer, txc_tensor *key, txc_
         }
     }
     return TXC_OK;
+}
+
+/* ---- flatten / unflatten (txc/tree.h) ---------------------------------------------
+ * Leaves: key_cache[0..L), value_cache[0..L). Aux: kind, layers,
+ * max_cache_len, and whether a DynamicCache holds anything — never the
+ * stored length, which changes every step and would recompile every step. */
+
+typedef struct cache_aux {
+    int32_t kind, num_layers;
+    int64_t max_cache_len;
+    int32_t has_data;
+} cache_aux;
+
+static txc_status cache_flatten(const void *obj, txc_tensor **leaves, int max, int *n, void *aux, size_t *aux_len)
+{
+    const txc_kv_cache *c = obj;
+    cache_aux a = {(int32_t)c->kind, c->num_layers, c->max_cache_len, c->keys[0] != NULL};
+    memcpy(aux, &a, sizeof a);
+    *aux_len = sizeof a;
+    *n = 0;
+    if (!a.has_data)
+        return TXC_OK;
+    if (max < 2 * c->num_layers)
+        return txc_error(TXC_ERR_CAPACITY, "cache flatten: %d leaves, room for %d", 2 * c->num_layers, max);
+    for (int l = 0; l < c->num_layers; l++) {
+        leaves[l] = c->keys[l];
+        leaves[c->num_layers + l] = c->values[l];
+    }
+    *n = 2 * c->num_layers;
+    return TXC_OK;
+}
+
+static void *cache_unflatten(const void *aux, size_t aux_len, txc_tensor *const *leaves, int n, txc_env *env)
+{
+    cache_aux a;
+    if (aux_len != sizeof a) {
+        txc_error(TXC_ERR_INVALID, "cache unflatten: bad aux data");
+        return NULL;
+    }
+    memcpy(&a, aux, sizeof a);
+    if (n != (a.has_data ? 2 * a.num_layers : 0)) {
+        txc_error(TXC_ERR_INVALID, "cache unflatten: %d leaves for %d layers", n, a.num_layers);
+        return NULL;
+    }
+    txc_kv_cache *c = cache_alloc(env, (txc_cache_kind)a.kind, a.num_layers);
+    if (!c)
+        return NULL;
+    c->max_cache_len = a.max_cache_len;
+    for (int l = 0; a.has_data && l < a.num_layers; l++) {
+        c->keys[l] = txc_tensor_retain(leaves[l]);
+        c->values[l] = txc_tensor_retain(leaves[a.num_layers + l]);
+    }
+    if (a.kind == TXC_CACHE_DYNAMIC && a.has_data)
+        c->seq_length = txc_tensor_size(leaves[0], 2);
+    return c;
+}
+
+static void cache_leaf_name(const void *aux, size_t aux_len, int i, char *buf, size_t cap)
+{
+    cache_aux a;
+    memcpy(&a, aux, sizeof a < aux_len ? sizeof a : aux_len);
+    snprintf(buf, cap, "past_key_values.%s_cache[%d]", i < a.num_layers ? "key" : "value", i % a.num_layers);
+}
+
+txc_status txc_kv_cache_set_layers(txc_kv_cache *c, txc_tensor *const *leaves, int n)
+{
+    if (c->kind != TXC_CACHE_DYNAMIC || n != 2 * c->num_layers)
+        return txc_error(TXC_ERR_INVALID, "cache: set_layers needs a DynamicCache and %d tensors (got %d)",
+                         2 * c->num_layers, n);
+    for (int i = 0; i < n; i++)
+        if (!leaves[i])
+            return txc_error(TXC_ERR_INVALID, "cache: set_layers: tensor %d is NULL", i);
+    for (int l = 0; l < c->num_layers; l++) {
+        hold(&c->keys[l], leaves[l]);
+        hold(&c->values[l], leaves[c->num_layers + l]);
+    }
+    c->seq_length = txc_tensor_size(leaves[0], 2);
+    return TXC_OK;
+}
+
+static void cache_free_obj(void *obj) { txc_kv_cache_free(obj); }
+
+static const txc_tree_def static_def = {"StaticCache", cache_flatten, cache_unflatten, cache_free_obj,
+                                        cache_leaf_name};
+static const txc_tree_def dynamic_def = {"DynamicCache", cache_flatten, cache_unflatten, cache_free_obj,
+                                         cache_leaf_name};
+static pthread_once_t trees_once = PTHREAD_ONCE_INIT;
+static txc_status trees_status;
+
+static void register_trees(void)
+{
+    trees_status = txc_tree_register(&static_def);
+    if (trees_status == TXC_OK)
+        trees_status = txc_tree_register(&dynamic_def);
+}
+
+txc_status txc_cache_register_trees(void)
+{
+    pthread_once(&trees_once, register_trees);
+    return trees_status;
+}
+
+const char *txc_kv_cache_tree_type(const txc_kv_cache *c)
+{
+    return c->kind == TXC_CACHE_STATIC ? "StaticCache" : "DynamicCache";
 }

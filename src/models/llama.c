@@ -323,12 +323,12 @@ txc_tensor *txc_model_forward(txc_model *m, txc_tensor *input_ids, txc_tensor *p
                               txc_tensor *cache_position, int64_t logits_to_keep)
 {
     return txc_model_forward_with(m, m->param_tensors, input_ids, position_ids, cache, cache_position,
-                                  logits_to_keep);
+                                  logits_to_keep, NULL);
 }
 
 txc_tensor *txc_model_forward_with(txc_model *m, txc_tensor *const *params, txc_tensor *input_ids,
                                    txc_tensor *position_ids, txc_kv_cache *cache, txc_tensor *cache_position,
-                                   int64_t logits_to_keep)
+                                   int64_t logits_to_keep, txc_tensor *logits_index)
 {
 #define W(i) ((i) >= 0 ? params[i] : NULL)
     const txc_hf_config *c = &m->config;
@@ -381,7 +381,9 @@ txc_tensor *txc_model_forward_with(txc_model *m, txc_tensor *const *params, txc_
         h = txc_add(h, txc_linear(txc_mul(gate, txc_linear(x, W(Ly->p[P_UP]), NULL)), W(Ly->p[P_DOWN]), NULL));
     }
     h = txc_rms_norm(h, W(m->norm), c->rms_norm_eps);
-    if (logits_to_keep > 0 && logits_to_keep < L)
+    if (logits_index)
+        h = txc_index_select(h, 1, logits_index);
+    else if (logits_to_keep > 0 && logits_to_keep < L)
         h = txc_narrow(h, 1, L - logits_to_keep, logits_to_keep);
     return txc_linear(h, W(m->lm_head), NULL); /* (B, keep, vocab) */
 #undef W
