@@ -2,7 +2,7 @@
  * txc — the command line.
  *
  *   txc generate [--model DIR] [--prompt TEXT] [--max-new-tokens N]
- *                [--cache none|dynamic|static] [--max-cache-len N] [--verbose]
+ *                [--cache none|dynamic|static] [--max-cache-len N] [--jit|--no-jit] [--verbose]
  *
  * Exit status: 0 on success, 2 on any error (one line on stderr).
  */
@@ -67,7 +67,8 @@ static void usage_generate(FILE *f)
 {
     fprintf(f,
             "usage: txc generate [--model DIR] [--prompt TEXT] [--max-new-tokens N]\n"
-            "                    [--cache none|dynamic|static] [--max-cache-len N] [--verbose]\n"
+            "                    [--cache none|dynamic|static] [--max-cache-len N] [--jit|--no-jit]\n"
+            "                    [--verbose]\n"
             "\n"
             "Greedy generation from a Hugging Face model folder (config.json,\n"
             "model.safetensors, tokenizer.json); the continuation is streamed to stdout.\n"
@@ -77,7 +78,10 @@ static void usage_generate(FILE *f)
             "  --cache KIND        none (re-run the sequence each step), dynamic (DynamicCache),\n"
             "                      static (StaticCache, the default)\n"
             "  --max-cache-len N   StaticCache length (default: prompt + max-new-tokens)\n"
-            "  --verbose           timings on stderr: load, prefill, decode tokens/s, cache mode\n");
+            "  --jit, --no-jit     compile the prefill and decode steps into cached plans (default)\n"
+            "                      or run every op eagerly\n"
+            "  --verbose           timings on stderr: load, prefill, decode tokens/s, cache mode,\n"
+            "                      compilations and why they happened\n");
 }
 
 typedef struct stream_ctx {
@@ -104,7 +108,9 @@ static int cmd_generate(int argc, char **argv)
     const char *model_dir = NULL, *prompt = "", *cache_name = NULL;
     int64_t max_new_tokens = -1, max_cache_len = 0;
     bool verbose = false;
+    int jit = -1;
     static const struct option longopts[] = {
+        {"jit", no_argument, 0, 'J'},                  {"no-jit", no_argument, 0, 'E'},
         {"model", required_argument, 0, 'm'},          {"prompt", required_argument, 0, 'p'},
         {"max-new-tokens", required_argument, 0, 'n'}, {"cache", required_argument, 0, 'c'},
         {"max-cache-len", required_argument, 0, 'L'},  {"verbose", no_argument, 0, 'v'},
@@ -127,6 +133,8 @@ static int cmd_generate(int argc, char **argv)
                 return EXIT_ERROR;
             break;
         case 'v': verbose = true; break;
+        case 'J': jit = 1; break;
+        case 'E': jit = 0; break;
         case 'h': usage_generate(stdout); return 0;
         default:
             fprintf(stderr, "txc: option '%s' is unknown or needs a value (see txc generate --help)\n",
@@ -170,13 +178,16 @@ static int cmd_generate(int argc, char **argv)
     opts.max_cache_len = max_cache_len;
     if (max_new_tokens > 0)
         opts.max_new_tokens = max_new_tokens;
+    if (jit >= 0)
+        opts.jit = jit;
     stream_ctx sc = {.detok = txc_detok_stream_new(tok, true)};
     opts.on_token = print_token;
     opts.ctx = &sc;
     txc_generate_result res = {0};
-    if (!sc.detok || txc_tokenizer_encode(tok, prompt, strlen(prompt), true, &ids, &n_ids) != TXC_OK) {
+    txc_generator *gen = txc_generator_new(model);
+    if (!gen || !sc.detok || txc_tokenizer_encode(tok, prompt, strlen(prompt), true, &ids, &n_ids) != TXC_OK) {
         rc = fail("prompt");
-    } else if (txc_generate(model, ids, (int64_t)n_ids, &opts, &res) != TXC_OK || sc.failed) {
+    } else if (txc_generator_run(gen, ids, (int64_t)n_ids, &opts, &res) != TXC_OK || sc.failed) {
         fflush(stdout);
         rc = fail("generate");
     } else {
@@ -198,9 +209,24 @@ static int cmd_generate(int argc, char **argv)
             else
                 fprintf(stderr, "cache: %s\n", txc_cache_kind_name(cache));
             fprintf(stderr, "stop: %s\n", res.stop_reason);
+            if (opts.jit) {
+                fprintf(stderr, "jit: %lld prefill + %lld decode compilations, %.1f ms\n",
+                        (long long)res.prefill_compilations, (long long)res.decode_compilations, res.compile_ms);
+                for (int w = 0; w < 2; w++) {
+                    txc_jit_stats js = txc_generator_jit_stats(gen, w);
+                    if (js.misses)
+                        fprintf(stderr, "jit %s: %d ops traced, %d kernels after passes, arena %.1f KiB, "
+                                        "last recompile: %s\n",
+                                w ? "decode" : "prefill", js.nodes_traced, js.nodes_compiled,
+                                (double)js.arena_bytes / 1024.0, txc_generator_last_recompile_reason(gen, w));
+                }
+            } else {
+                fprintf(stderr, "jit: off (eager)\n");
+            }
         }
     }
     txc_generate_result_free(&res);
+    txc_generator_free(gen);
     txc_detok_stream_free(sc.detok);
     free(ids);
     txc_tokenizer_free(tok);
