@@ -113,7 +113,21 @@ static void shape_str(char *buf, size_t cap, int ndim, const int64_t *s)
         snprintf(buf + o, cap - o, "]");
 }
 
-/* Why `in` missed the most recent plan (JAX's explain-cache-misses). */
+/* Why `in` missed: the differences from the closest plan held (the one
+ * with the fewest differing inputs), as JAX's explain-cache-misses. */
+static int plan_distance(const txc_plan *p, txc_tensor *const *in, int n, const void *statics, size_t len)
+{
+    if (p->n_inputs != n)
+        return 1 << 20;
+    int d = (p->static_len != len || (len && memcmp(p->statics, statics, len))) ? 1 : 0;
+    for (int i = 0; i < n; i++) {
+        sig_entry e;
+        entry_of(in[i], &e);
+        d += memcmp(&e, &p->sig[i], sizeof e) != 0;
+    }
+    return d;
+}
+
 static void explain_miss(txc_jit *jit, txc_tensor *const *in, int n, const char *const *names, const void *statics,
                          size_t len)
 {
@@ -121,6 +135,14 @@ static void explain_miss(txc_jit *jit, txc_tensor *const *in, int n, const char 
     if (!p) {
         snprintf(jit->reason, sizeof jit->reason, "first call");
         return;
+    }
+    int best = plan_distance(p, in, n, statics, len);
+    for (const txc_plan *q = p->next; q; q = q->next) {
+        int d = plan_distance(q, in, n, statics, len);
+        if (d < best) {
+            best = d;
+            p = q;
+        }
     }
     if (p->n_inputs != n) {
         snprintf(jit->reason, sizeof jit->reason, "%d inputs instead of %d", n, p->n_inputs);

@@ -242,12 +242,16 @@ static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, con
     bool k_trans = G * L >= 16 && S > 0;
     if (k_trans)
         k_pack = false;
-    int64_t rc = S > 0 ? 262144 / S : 64;
+    /* Scratch is sized by the full key length, not the valid prefix, so a
+     * compiled decode step asks for the same bytes at every position (no
+     * reallocation as the prefix grows). */
+    const int64_t S_alloc = k->shape[2] > S ? k->shape[2] : S;
+    int64_t rc = S_alloc > 0 ? 262144 / S_alloc : 64;
     rc = rc < 1 ? 1 : rc > (causal ? 32 : 64) ? (causal ? 32 : 64) : rc;
     if (rc > R)
         rc = R;
-    size_t nq = (size_t)(rc * E), ns = (size_t)(rc * (S > 0 ? S : 1)), no = (size_t)(rc * Ev);
-    size_t nk = k_pack || k_trans ? (size_t)(S * E) : 0, nv = v_pack ? (size_t)(S * Ev) : 0;
+    size_t nq = (size_t)(rc * E), ns = (size_t)(rc * (S_alloc > 0 ? S_alloc : 1)), no = (size_t)(rc * Ev);
+    size_t nk = k_pack || k_trans ? (size_t)(S_alloc * E) : 0, nv = v_pack ? (size_t)(S_alloc * Ev) : 0;
     float *work = txc_scratch((nq + ns + no + nk + nv + 1) * sizeof(float), TXC_SCRATCH_ATTENTION);
     if (!work)
         return txc_error(TXC_ERR_NOMEM, "aten::scaled_dot_product_attention: out of memory");
