@@ -222,6 +222,43 @@ static void test_static_cache_overflow(void **state)
     txc_model_free(m);
 }
 
+/* A session of many prompts: prompts are padded to power-of-two buckets,
+ * so prefill compiles at most log2(max_cache_len) + 1 plans, and decode
+ * once for the cache shape; tokens equal eager generation. */
+static void test_prefill_buckets(void **state)
+{
+    (void)state;
+    txc_model *m = NULL;
+    assert_int_equal(txc_model_load(model_dir(), NULL, &m), TXC_OK);
+    txc_generator *gen = txc_generator_new(m);
+    assert_non_null(gen);
+    int32_t ids[40];
+    for (int i = 0; i < 40; i++)
+        ids[i] = i == 0 ? 1 : 300 + (i * 37) % 200;
+    txc_generate_options o = txc_generate_default_options(m, model_dir());
+    o.max_new_tokens = 6;
+    o.max_cache_len = 64;
+    o.n_eos = 0;
+    for (int n = 2; n <= 40; n += 3) {
+        txc_generate_result rj, re;
+        o.jit = true;
+        assert_int_equal(txc_generator_run(gen, ids, n, &o, &rj), TXC_OK);
+        o.jit = false;
+        assert_int_equal(txc_generate(m, ids, n, &o, &re), TXC_OK);
+        assert_int_equal(rj.n_new, re.n_new);
+        assert_memory_equal(rj.new_ids, re.new_ids, sizeof(int32_t) * (size_t)re.n_new);
+        txc_generate_result_free(&rj);
+        txc_generate_result_free(&re);
+    }
+    txc_jit_stats pre = txc_generator_jit_stats(gen, 0), dec = txc_generator_jit_stats(gen, 1);
+    /* 13 prompts of 2, 5, ..., 38 tokens: buckets 2, 8, 16, 32, 64 */
+    assert_true(pre.misses <= 7);
+    assert_int_equal(pre.misses, 5);
+    assert_int_equal(dec.misses, 1);
+    txc_generator_free(gen);
+    txc_model_free(m);
+}
+
 /* ---- bad folders ------------------------------------------------------------ */
 
 static char *copy_model(void)
@@ -332,7 +369,7 @@ int main(void)
         cmocka_unit_test(test_reference_none),  cmocka_unit_test(test_reference_jit_static),
         cmocka_unit_test(test_reference_jit_dynamic),  cmocka_unit_test(test_bad_folders),
         cmocka_unit_test(test_prompt_too_long), cmocka_unit_test(test_causal_attention),
-        cmocka_unit_test(test_static_cache_overflow),
+        cmocka_unit_test(test_static_cache_overflow), cmocka_unit_test(test_prefill_buckets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
