@@ -12,38 +12,53 @@
  *   txc_tokenizer_decode(tok, ids, n, true, &text, &len);             // "Once upon a time"
  *   free(ids); free(text); txc_tokenizer_free(tok);
  *
- * Supported now (the SentencePiece-style BPE family: Llama-2, TinyLlama,
- * Mistral, Phi-3, stories260K):
+ * Supported: the BPE families of Hugging Face models — byte-level BPE
+ * (GPT-2, Llama 3, Qwen 2/2.5/3, DeepSeek V3, gpt-oss) and SentencePiece-style
+ * BPE with byte fallback (Llama 2, TinyLlama, Mistral, Phi-3, Gemma 3,
+ * stories260K). Every component the crate serializes for them:
  *   model           BPE: vocab, merges ("a b" strings or ["a","b"] pairs),
  *                   unk_token, fuse_unk, byte_fallback, ignore_merges;
  *                   dropout must be null/0, continuing_subword_prefix and
  *                   end_of_word_suffix null/"".
- *   normalizer      null, Prepend, Replace (String pattern), Strip, Sequence.
- *   pre_tokenizer   null, Metaspace (replacement, prepend_scheme
- *                   always/first/never or legacy add_prefix_space, split),
+ *   normalizer      NFC, NFD, NFKC, NFKD (utf8proc), Lowercase, Strip,
+ *                   StripAccents, Replace (String or Regex pattern), Prepend,
  *                   Sequence.
- *   post_processor  null, TemplateProcessing ("single" template), ByteLevel
- *                   (a no-op on ids), Sequence.
- *   decoder         null (tokens joined by " "), Replace (String pattern),
- *                   ByteFallback, Fuse, Strip, Metaspace, Sequence.
+ *   pre_tokenizer   ByteLevel (add_prefix_space, use_regex: GPT-2's pattern),
+ *                   Split (String or Regex pattern; behavior Removed,
+ *                   Isolated, MergedWithPrevious, MergedWithNext, Contiguous;
+ *                   invert), Digits (individual_digits), Punctuation
+ *                   (behavior), Whitespace, WhitespaceSplit,
+ *                   CharDelimiterSplit, Metaspace (replacement,
+ *                   prepend_scheme always/first/never or legacy
+ *                   add_prefix_space, split), Sequence.
+ *   post_processor  TemplateProcessing ("single" template), ByteLevel (a
+ *                   no-op on ids), Sequence.
+ *   decoder         null (tokens joined by " "), ByteLevel, Replace (String
+ *                   or Regex), ByteFallback, Fuse, Strip, Metaspace, Sequence.
  *   added_tokens    special, lstrip, rstrip, normalized, single_word: the input
  *                   is first split on added tokens (leftmost-longest match, as
  *                   the crate's AddedVocabulary), the pieces between them go
  *                   through normalizer, pre-tokenizer and model.
- * Anything else (model WordPiece/Unigram/WordLevel; pre-tokenizers ByteLevel,
- * Split, Whitespace, Digits...; normalizers NFC, NFKC, Lowercase...; Regex
- * patterns) fails to load with TXC_ERR_UNSUPPORTED and a message naming the
- * component, e.g. "tokenizer.json: pre_tokenizer ByteLevel not supported yet".
+ * Regexes run on PCRE2 with the classes of the crate's Oniguruma engine
+ * (\s is White_Space, \w Unicode word characters, \h a hex digit); a pattern
+ * PCRE2 cannot express (onig's class intersection "&&", a variable-length
+ * lookbehind) fails to load with TXC_ERR_UNSUPPORTED quoting it.
+ * Anything else (model WordPiece/Unigram/WordLevel; pre-tokenizers
+ * BertPreTokenizer, UnicodeScripts...; normalizers BertNormalizer,
+ * Precompiled, Nmt; decoders WordPiece, CTC...; post-processors
+ * RobertaProcessing, BertProcessing) fails to load with TXC_ERR_UNSUPPORTED
+ * and a message naming the component, e.g. "tokenizer.json: pre_tokenizer
+ * BertPreTokenizer not supported".
  *
  * Deviations from the crate, on purpose:
  *   - decode() rejects ids that are out of range (TXC_ERR_INVALID); the crate
  *     silently drops them.
  *   - "truncation" and "padding" in tokenizer.json are ignored, as
  *     transformers does (it turns them off unless a call asks for them).
- *   - single_word added tokens: the "is this a word character" test is exact
- *     for ASCII and Latin-1 and approximated by Unicode blocks beyond (the
- *     crate uses Rust's char::is_alphanumeric; no shipped tokenizer uses it).
  *   - token strings cannot hold a NUL character (cJSON strings).
+ *   - Unicode tables are those of the installed utf8proc and PCRE2 (Unicode
+ *     13-15 on Debian 12), the crate's are Rust's; characters assigned since
+ *     may be classed differently.
  *
  * A txc_tokenizer is immutable after loading: encode/decode may run from
  * many threads at once. A txc_detok_stream belongs to one thread.
@@ -83,8 +98,9 @@ void txc_tokenizer_free(txc_tokenizer *tok);
  * On success *ids is malloc'd (caller frees; non-NULL even when *n_ids is 0).
  * Errors: TXC_ERR_INVALID (NULL argument, invalid UTF-8), TXC_ERR_FORMAT
  * (unk_token needed but absent from the vocab), TXC_ERR_NOMEM. Cost: O(n log n)
- * in the length of the longest piece (Llama has no pre-tokenizer: one piece
- * per span between added tokens). */
+ * in the length of the longest piece (Llama 2 has no pre-tokenizer: one piece
+ * per span between added tokens); the BPE of each distinct word is computed
+ * once per call (a word cache, as the crate's). */
 txc_status txc_tokenizer_encode(const txc_tokenizer *tok, const char *text, size_t len,
                                 bool add_special_tokens, int32_t **ids, size_t *n_ids);
 

@@ -272,7 +272,7 @@ static txc_status set_decode_form(txc_tokenizer *t, tk_added *a)
     if (a->normalized && t->n_norm) {
         st = tk_buf_append(&b, a->content, a->len);
         if (!st)
-            st = tk_normalize(t, &b);
+            st = tk_normalize(t, &b, NULL);
         if (!st && (b.n != a->len || memcmp(b.p, a->content, b.n) != 0)) {
             a->dec = b.p;
             a->dec_len = b.n;
@@ -403,7 +403,7 @@ static txc_status load_added_tokens(txc_tokenizer *t, const cJSON *list)
                 b.n = 0;
                 st = tk_buf_append(&b, a->content, a->len);
                 if (!st)
-                    st = tk_normalize(t, &b);
+                    st = tk_normalize(t, &b, NULL);
                 if (!st)
                     st = trie_insert(&t->trie_norm, b.p, b.n, id);
             }
@@ -575,6 +575,7 @@ txc_status txc_tokenizer_encode(const txc_tokenizer *t, const char *text, size_t
 
     tk_pieces raw = {0}, pieces = {0};
     tk_buf b = {0};
+    tk_ctx cx = {0};
     int32_t *ids = NULL;
     size_t n = 0, cap = 0;
     /* 1. added tokens that match the raw text */
@@ -589,7 +590,7 @@ txc_status txc_tokenizer_encode(const txc_tokenizer *t, const char *text, size_t
         b.n = 0;
         st = tk_buf_append(&b, raw.text.p + p->off, p->len);
         if (!st)
-            st = tk_normalize(t, &b);
+            st = tk_normalize(t, &b, &cx);
         if (!st)
             st = split_added(t, &t->trie_norm, b.p, b.n, p->at_origin, &pieces);
     }
@@ -597,7 +598,7 @@ txc_status txc_tokenizer_encode(const txc_tokenizer *t, const char *text, size_t
     tk_buf_free(&b);
     /* 3. pre-tokenize, 4. the model */
     if (!st)
-        st = tk_pretokenize(t, &pieces);
+        st = tk_pretokenize(t, &pieces, &cx);
     for (size_t i = 0; i < pieces.n && !st; i++) {
         const tk_piece *p = &pieces.v[i];
         if (p->id >= 0) {
@@ -612,10 +613,12 @@ txc_status txc_tokenizer_encode(const txc_tokenizer *t, const char *text, size_t
             }
             ids[n++] = p->id;
         } else {
-            st = tk_bpe_tokenize(&t->bpe, pieces.text.p + p->off, p->len, &ids, &n, &cap);
+            st = tk_bpe_tokenize(&t->bpe, pieces.text.p + p->off, p->len, &cx.cache, &ids, &n,
+                                 &cap);
         }
     }
     tk_pieces_free(&pieces);
+    tk_ctx_free(&cx);
     /* 5. post-process */
     for (size_t k = 0; k < t->n_post && add_special_tokens && !st; k++) {
         const tk_post *pp = &t->post[k];

@@ -335,8 +335,105 @@ static void word_add(sym *w, size_t *n, int32_t c, uint32_t len)
 static txc_status merge_word(const tk_bpe *m, const char *s, size_t len, int32_t **ids, size_t *n,
                              size_t *cap);
 
-txc_status tk_bpe_tokenize(const tk_bpe *m, const char *s, size_t len, int32_t **ids, size_t *n,
-                           size_t *cap)
+/* ---- the word cache ---------------------------------------------------------------- */
+
+enum { CACHE_MAX_WORD = 256 /* the crate's MAX_LENGTH */, CACHE_MAX_ENTRIES = 1 << 20 };
+
+static uint32_t word_hash(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+/* The cached ids of a word, or NULL. */
+static const int32_t *cache_get(const tk_bpe_cache *c, const char *s, size_t len, uint32_t h,
+                                size_t *n_ids)
+{
+    if (!c->cap)
+        return NULL;
+    size_t mask = c->cap - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        uint32_t e = c->slots[i];
+        if (!e)
+            return NULL;
+        const struct tk_cache_ent *x = &c->ent[e - 1];
+        if (x->hash == h && x->key_len == len && !memcmp(c->keys.p + x->key_off, s, len)) {
+            *n_ids = x->n_ids;
+            return c->ids + x->ids_off;
+        }
+    }
+}
+
+static txc_status cache_put(tk_bpe_cache *c, const char *s, size_t len, uint32_t h,
+                            const int32_t *ids, size_t n_ids)
+{
+    if (c->n >= CACHE_MAX_ENTRIES)
+        return TXC_OK;
+    if ((c->n + 1) * 2 > c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 1024;
+        uint32_t *slots = calloc(cap, sizeof *slots);
+        if (!slots)
+            return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
+        for (size_t e = 0; e < c->n; e++) {
+            size_t i = c->ent[e].hash & (cap - 1);
+            while (slots[i])
+                i = (i + 1) & (cap - 1);
+            slots[i] = (uint32_t)(e + 1);
+        }
+        free(c->slots);
+        c->slots = slots;
+        c->cap = cap;
+    }
+    if (c->n == c->ent_cap) {
+        size_t cap = c->ent_cap ? c->ent_cap * 2 : 512;
+        struct tk_cache_ent *ent = realloc(c->ent, cap * sizeof *ent);
+        if (!ent)
+            return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
+        c->ent = ent;
+        c->ent_cap = cap;
+    }
+    if (c->n_ids + n_ids > c->ids_cap) {
+        size_t cap = c->ids_cap ? c->ids_cap : 4096;
+        while (cap < c->n_ids + n_ids)
+            cap *= 2;
+        int32_t *v = realloc(c->ids, cap * sizeof *v);
+        if (!v)
+            return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
+        c->ids = v;
+        c->ids_cap = cap;
+    }
+    size_t key_off = c->keys.n;
+    txc_status st = tk_buf_append(&c->keys, s, len);
+    if (st)
+        return st;
+    memcpy(c->ids + c->n_ids, ids, n_ids * sizeof *ids);
+    c->ent[c->n] = (struct tk_cache_ent){h, (uint32_t)len, key_off, c->n_ids, (uint32_t)n_ids};
+    c->n_ids += n_ids;
+    size_t i = h & (c->cap - 1);
+    while (c->slots[i])
+        i = (i + 1) & (c->cap - 1);
+    c->slots[i] = (uint32_t)(++c->n);
+    return TXC_OK;
+}
+
+void tk_bpe_cache_free(tk_bpe_cache *c)
+{
+    free(c->slots);
+    free(c->ent);
+    tk_buf_free(&c->keys);
+    free(c->ids);
+    memset(c, 0, sizeof *c);
+}
+
+static txc_status tokenize_word(const tk_bpe *m, const char *s, size_t len, int32_t **ids,
+                                size_t *n, size_t *cap);
+
+txc_status tk_bpe_tokenize(const tk_bpe *m, const char *s, size_t len, tk_bpe_cache *cache,
+                           int32_t **ids, size_t *n, size_t *cap)
 {
     if (len == 0)
         return TXC_OK;
@@ -345,6 +442,36 @@ txc_status tk_bpe_tokenize(const tk_bpe *m, const char *s, size_t len, int32_t *
         if (id >= 0)
             return push_id(ids, n, cap, id);
     }
+    if (!cache || len >= CACHE_MAX_WORD)
+        return tokenize_word(m, s, len, ids, n, cap);
+    uint32_t h = word_hash(s, len);
+    size_t k;
+    const int32_t *hit = cache_get(cache, s, len, h, &k);
+    if (hit) {
+        if (*n + k > *cap) {
+            size_t c = *cap ? *cap : 64;
+            while (c < *n + k)
+                c *= 2;
+            int32_t *p = realloc(*ids, c * sizeof *p);
+            if (!p)
+                return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
+            *ids = p;
+            *cap = c;
+        }
+        memcpy(*ids + *n, hit, k * sizeof *hit);
+        *n += k;
+        return TXC_OK;
+    }
+    size_t before = *n;
+    txc_status st = tokenize_word(m, s, len, ids, n, cap);
+    if (!st)
+        st = cache_put(cache, s, len, h, *ids + before, *n - before);
+    return st;
+}
+
+static txc_status tokenize_word(const tk_bpe *m, const char *s, size_t len, int32_t **ids,
+                                size_t *n, size_t *cap)
+{
     if (!m->cut_at_meta)
         return merge_word(m, s, len, ids, n, cap);
     /* Cut before each "▁" that follows another character: the merges on

@@ -1,5 +1,6 @@
 /*
- * Normalizers, pre-tokenizers, post-processors and decoders of tokenizer.json:
+ * Normalizers, post-processors and decoders of tokenizer.json (the
+ * pre-tokenizers are in tokenizer_pretok.c):
  * one parse branch and one apply case per kind, each mirroring the `tokenizers`
  * crate's component of the same name. A JSON "Sequence" is flattened into the
  * tokenizer's array of components of that family.
@@ -10,118 +11,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static bool is_null(const cJSON *j) { return !j || cJSON_IsNull(j); }
-
-static const char *type_of(const cJSON *j)
-{
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "type");
-    return cJSON_IsString(t) ? t->valuestring : NULL;
-}
-
-static txc_status dup_string(const cJSON *j, const char *what, const char *field, char **out,
-                             size_t *len)
-{
-    if (!cJSON_IsString(j))
-        return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: \"%s\" is not a string", what, field);
-    *len = strlen(j->valuestring);
-    *out = malloc(*len + 1);
-    if (!*out)
-        return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
-    memcpy(*out, j->valuestring, *len + 1);
-    return TXC_OK;
-}
-
-/* A single char field (Metaspace replacement, Strip content). */
-static txc_status get_char(const cJSON *j, const char *what, const char *field, uint32_t *cp)
-{
-    if (!cJSON_IsString(j) || !j->valuestring[0])
-        return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: \"%s\" is not a character", what,
-                         field);
-    size_t n = strlen(j->valuestring), cl;
-    if (!tk_utf8_valid(j->valuestring, n) || (*cp = tk_utf8_decode(j->valuestring, &cl), cl != n))
-        return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: \"%s\" is not one character", what,
-                         field);
-    return TXC_OK;
-}
-
-/* A Replace's {"String": s} pattern (the "Regex" form is not supported yet). */
-static txc_status get_string_pattern(const cJSON *obj, const char *what, char **out, size_t *len)
-{
-    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(obj, "pattern");
-    if (!cJSON_IsObject(pat))
-        return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s Replace: \"pattern\" is not an object",
-                         what);
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(pat, "String");
-    if (!s) {
-        if (cJSON_GetObjectItemCaseSensitive(pat, "Regex"))
-            return txc_error(TXC_ERR_UNSUPPORTED,
-                             "tokenizer.json: %s Replace with a Regex pattern not supported yet",
-                             what);
-        return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s Replace: unknown pattern kind", what);
-    }
-    txc_status st = dup_string(s, what, "pattern", out, len);
-    if (!st && *len == 0) {
-        free(*out);
-        *out = NULL;
-        return txc_error(TXC_ERR_UNSUPPORTED,
-                         "tokenizer.json: %s Replace with an empty pattern not supported", what);
-    }
-    return st;
-}
-
-static txc_status get_bool(const cJSON *obj, const char *what, const char *field, bool dflt,
-                           bool *out)
-{
-    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, field);
-    if (is_null(j)) {
-        *out = dflt;
-        return TXC_OK;
-    }
-    if (!cJSON_IsBool(j))
-        return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: \"%s\" is not a boolean", what, field);
-    *out = cJSON_IsTrue(j);
-    return TXC_OK;
-}
-
-static txc_status get_size(const cJSON *obj, const char *what, const char *field, size_t *out)
-{
-    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, field);
-    if (!cJSON_IsNumber(j) || j->valuedouble < 0 || j->valuedouble > 1e9 ||
-        j->valuedouble != floor(j->valuedouble))
-        return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: \"%s\" is not a count", what, field);
-    *out = (size_t)j->valuedouble;
-    return TXC_OK;
-}
-
-/* Metaspace's prepend scheme, new ("prepend_scheme") or legacy
- * ("add_prefix_space") form; the crate defaults to "always". */
-static txc_status get_prepend_scheme(const cJSON *obj, const char *what, tk_prepend_scheme *out)
-{
-    const cJSON *ps = cJSON_GetObjectItemCaseSensitive(obj, "prepend_scheme");
-    const cJSON *aps = cJSON_GetObjectItemCaseSensitive(obj, "add_prefix_space");
-    *out = TK_PREPEND_ALWAYS;
-    if (!is_null(ps)) {
-        if (!cJSON_IsString(ps))
-            return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: prepend_scheme is not a string",
-                             what);
-        if (!strcmp(ps->valuestring, "always"))
-            *out = TK_PREPEND_ALWAYS;
-        else if (!strcmp(ps->valuestring, "first"))
-            *out = TK_PREPEND_FIRST;
-        else if (!strcmp(ps->valuestring, "never"))
-            *out = TK_PREPEND_NEVER;
-        else
-            return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: unknown prepend_scheme '%s'",
-                             what, ps->valuestring);
-    } else if (!is_null(aps)) {
-        if (!cJSON_IsBool(aps))
-            return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: add_prefix_space is not a boolean",
-                             what);
-        *out = cJSON_IsTrue(aps) ? TK_PREPEND_ALWAYS : TK_PREPEND_NEVER;
-    }
-    return TXC_OK;
-}
 
 #define GROW(arr, n, tmp)                                                                     \
     do {                                                                                      \
@@ -134,12 +23,46 @@ static txc_status get_prepend_scheme(const cJSON *obj, const char *what, tk_prep
 
 /* ---- normalizers ------------------------------------------------------------ */
 
+static txc_status get_size(const cJSON *obj, const char *what, const char *field, size_t *out)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, field);
+    if (!cJSON_IsNumber(j) || j->valuedouble < 0 || j->valuedouble > 1e9 ||
+        j->valuedouble != floor(j->valuedouble))
+        return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: \"%s\" is not a count", what, field);
+    *out = (size_t)j->valuedouble;
+    return TXC_OK;
+}
+
+/* A Replace's pattern: a non-empty {"String": s} is kept as a string (the
+ * fast path), anything else ({"Regex": r}, the empty String) as a regex. */
+static txc_status get_replace_pattern(const cJSON *j, const char *what, char **str, size_t *len,
+                                      tk_regex **re)
+{
+    txc_status st = tk_json_pattern(j, what, re, str, len);
+    if (!st && *str && *len) {
+        tk_regex_free(*re);
+        *re = NULL;
+    } else if (!st && *str) {
+        free(*str);
+        *str = NULL;
+    }
+    return st;
+}
+
+static void normalizer_free(tk_normalizer *n)
+{
+    free(n->a);
+    free(n->b);
+    tk_regex_free(n->re);
+    n->a = n->b = NULL;
+    n->re = NULL;
+}
+
 txc_status tk_parse_normalizer(txc_tokenizer *t, const cJSON *j)
 {
-    static const char *what = "normalizer";
-    if (is_null(j))
+    if (tk_json_is_null(j))
         return TXC_OK;
-    const char *type = type_of(j);
+    const char *type = tk_json_type(j);
     if (!cJSON_IsObject(j) || !type)
         return txc_error(TXC_ERR_FORMAT, "tokenizer.json: normalizer without a \"type\"");
     if (!strcmp(type, "Sequence")) {
@@ -153,25 +76,41 @@ txc_status tk_parse_normalizer(txc_tokenizer *t, const cJSON *j)
         }
         return TXC_OK;
     }
+    static const struct {
+        const char *name;
+        tk_nf form;
+    } forms[] = {{"NFC", TK_NFC}, {"NFD", TK_NFD}, {"NFKC", TK_NFKC}, {"NFKD", TK_NFKD}};
     tk_normalizer *tmp, n = {0};
     txc_status st = TXC_OK;
-    if (!strcmp(type, "Prepend")) {
+    bool known = false;
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
+        if (!strcmp(type, forms[i].name)) {
+            n.kind = TK_NORM_NF;
+            n.form = forms[i].form;
+            known = true;
+        }
+    if (known) {
+    } else if (!strcmp(type, "Prepend")) {
         n.kind = TK_NORM_PREPEND;
-        st = dup_string(cJSON_GetObjectItemCaseSensitive(j, "prepend"), "normalizer Prepend",
-                        "prepend", &n.a, &n.a_len);
+        st = tk_json_dup_string(cJSON_GetObjectItemCaseSensitive(j, "prepend"),
+                                "normalizer Prepend", "prepend", &n.a, &n.a_len);
     } else if (!strcmp(type, "Replace")) {
         n.kind = TK_NORM_REPLACE;
-        st = get_string_pattern(j, what, &n.a, &n.a_len);
+        st = get_replace_pattern(j, "normalizer Replace", &n.a, &n.a_len, &n.re);
         if (!st)
-            st = dup_string(cJSON_GetObjectItemCaseSensitive(j, "content"), "normalizer Replace",
-                            "content", &n.b, &n.b_len);
+            st = tk_json_dup_string(cJSON_GetObjectItemCaseSensitive(j, "content"),
+                                    "normalizer Replace", "content", &n.b, &n.b_len);
     } else if (!strcmp(type, "Strip")) {
         n.kind = TK_NORM_STRIP;
-        st = get_bool(j, "normalizer Strip", "strip_left", false, &n.left);
+        st = tk_json_bool(j, "normalizer Strip", "strip_left", false, &n.left);
         if (!st)
-            st = get_bool(j, "normalizer Strip", "strip_right", false, &n.right);
+            st = tk_json_bool(j, "normalizer Strip", "strip_right", false, &n.right);
+    } else if (!strcmp(type, "Lowercase")) {
+        n.kind = TK_NORM_LOWERCASE;
+    } else if (!strcmp(type, "StripAccents")) {
+        n.kind = TK_NORM_STRIP_ACCENTS;
     } else {
-        return txc_error(TXC_ERR_UNSUPPORTED, "tokenizer.json: normalizer %s not supported yet",
+        return txc_error(TXC_ERR_UNSUPPORTED, "tokenizer.json: normalizer %s not supported",
                          type);
     }
     if (!st) {
@@ -179,40 +118,29 @@ txc_status tk_parse_normalizer(txc_tokenizer *t, const cJSON *j)
         if (!tmp)
             st = txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
         else
-            t->norm = tmp, t->norm[t->n_norm++] = n, n.a = n.b = NULL;
+            t->norm = tmp, t->norm[t->n_norm++] = n, n.a = n.b = NULL, n.re = NULL;
     }
-    free(n.a);
-    free(n.b);
+    normalizer_free(&n);
     return st;
 }
 
-/* NormalizedString::replace with a string pattern: non-overlapping, left to right. */
-static txc_status replace_all(const char *s, size_t n, const char *pat, size_t plen,
-                              const char *with, size_t wlen, tk_buf *out)
+/* Replace every match of re in s[0..n) with `with` (NormalizedString::replace). */
+static txc_status replace_regex(const tk_regex *re, const char *s, size_t n, const char *with,
+                                size_t wlen, tk_ctx *cx, tk_buf *out)
 {
-    txc_status st = TXC_OK;
-    size_t i = 0, last = 0;
-    while (!st && i + plen <= n) {
-        const char *hit = memchr(s + i, pat[0], n - i - plen + 1);
-        if (!hit)
-            break;
-        i = (size_t)(hit - s);
-        if (memcmp(hit, pat, plen) == 0) {
-            st = tk_buf_append(out, s + last, i - last);
-            if (!st)
-                st = tk_buf_append(out, with, wlen);
-            i += plen;
-            last = i;
-        } else {
-            i++;
-        }
+    tk_pattern pat = {.re = (tk_regex *)re, .cc = TK_CC_NONE};
+    txc_status st = tk_find_matches(&pat, s, n, false, &cx->rx, &cx->segs);
+    for (size_t i = 0; i < cx->segs.n && !st; i++) {
+        const tk_seg *g = &cx->segs.v[i];
+        st = g->match ? tk_buf_append(out, with, wlen)
+                      : tk_buf_append(out, s + g->start, g->end - g->start);
     }
     if (!st)
-        st = tk_buf_append(out, s + last, n - last);
+        st = tk_buf_append(out, "", 0);
     return st;
 }
 
-static txc_status normalize_one(const tk_normalizer *nz, tk_buf *b)
+static txc_status normalize_one(const tk_normalizer *nz, tk_buf *b, tk_ctx *cx)
 {
     tk_buf out = {0};
     txc_status st = TXC_OK;
@@ -225,9 +153,15 @@ static txc_status normalize_one(const tk_normalizer *nz, tk_buf *b)
             st = tk_buf_append(&out, b->p, b->n);
         break;
     case TK_NORM_REPLACE:
-        if (b->n < nz->a_len)
+        if (nz->re) {
+            if (b->n == 0)
+                return TXC_OK;
+            st = replace_regex(nz->re, b->p, b->n, nz->b, nz->b_len, cx, &out);
+            break;
+        }
+        if (b->n < nz->a_len || !tk_memmem(b->p, b->n, nz->a, nz->a_len))
             return TXC_OK;
-        st = replace_all(b->p, b->n, nz->a, nz->a_len, nz->b, nz->b_len, &out);
+        st = tk_replace_all(b->p, b->n, nz->a, nz->a_len, nz->b, nz->b_len, &out);
         break;
     case TK_NORM_STRIP: {
         size_t s = 0, e = b->n, cl;
@@ -238,18 +172,39 @@ static txc_status normalize_one(const tk_normalizer *nz, tk_buf *b)
             s += cl;
         }
         while (nz->right && e > s) {
-            size_t k = e - 1;
-            while (k > s && ((unsigned char)b->p[k] & 0xC0) == 0x80)
-                k--;
+            size_t k = tk_utf8_prev(b->p, e);
+            if (k < s)
+                break;
             uint32_t cp = tk_utf8_decode(b->p + k, &cl);
             if (!tk_is_whitespace(cp))
                 break;
             e = k;
         }
-        memmove(b->p, b->p + s, e - s);
-        b->n = e - s;
-        if (b->p)
+        if (b->p) {
+            memmove(b->p, b->p + s, e - s);
+            b->n = e - s;
             b->p[b->n] = '\0';
+        }
+        return TXC_OK;
+    }
+    case TK_NORM_NF:
+        return tk_unicode_normalize(nz->form, b);
+    case TK_NORM_LOWERCASE:
+        return tk_unicode_lowercase(b);
+    case TK_NORM_STRIP_ACCENTS: {
+        size_t w = 0;
+        for (size_t i = 0; i < b->n;) {
+            size_t cl;
+            uint32_t cp = tk_utf8_decode(b->p + i, &cl);
+            if (!tk_is_mark(cp)) {
+                memmove(b->p + w, b->p + i, cl);
+                w += cl;
+            }
+            i += cl;
+        }
+        b->n = w;
+        if (b->p)
+            b->p[w] = '\0';
         return TXC_OK;
     }
     }
@@ -262,137 +217,15 @@ static txc_status normalize_one(const tk_normalizer *nz, tk_buf *b)
     return TXC_OK;
 }
 
-txc_status tk_normalize(const txc_tokenizer *t, tk_buf *b)
+txc_status tk_normalize(const txc_tokenizer *t, tk_buf *b, tk_ctx *cx)
 {
-    for (size_t i = 0; i < t->n_norm; i++) {
-        txc_status st = normalize_one(&t->norm[i], b);
-        if (st)
-            return st;
-    }
-    return TXC_OK;
-}
-
-/* ---- pre-tokenizers ---------------------------------------------------------- */
-
-txc_status tk_parse_pretokenizer(txc_tokenizer *t, const cJSON *j)
-{
-    if (is_null(j))
-        return TXC_OK;
-    const char *type = type_of(j);
-    if (!cJSON_IsObject(j) || !type)
-        return txc_error(TXC_ERR_FORMAT, "tokenizer.json: pre_tokenizer without a \"type\"");
-    if (!strcmp(type, "Sequence")) {
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(j, "pretokenizers");
-        if (!cJSON_IsArray(list))
-            return txc_error(TXC_ERR_FORMAT, "tokenizer.json: pre_tokenizer Sequence without a list");
-        for (const cJSON *e = list->child; e; e = e->next) {
-            txc_status st = tk_parse_pretokenizer(t, e);
-            if (st)
-                return st;
-        }
-        return TXC_OK;
-    }
-    tk_pretok p = {0}, *tmp;
-    if (!strcmp(type, "Metaspace")) {
-        const char *what = "pre_tokenizer Metaspace";
-        p.kind = TK_PRETOK_METASPACE;
-        uint32_t cp;
-        txc_status st = get_char(cJSON_GetObjectItemCaseSensitive(j, "replacement"), what,
-                                 "replacement", &cp);
-        if (!st)
-            st = get_prepend_scheme(j, what, &p.scheme);
-        if (!st)
-            st = get_bool(j, what, "split", true, &p.split);
-        if (st)
-            return st;
-        p.repl_len = tk_utf8_encode(cp, p.repl);
-    } else {
-        return txc_error(TXC_ERR_UNSUPPORTED, "tokenizer.json: pre_tokenizer %s not supported yet",
-                         type);
-    }
-    GROW(t->pretok, t->n_pretok, tmp);
-    t->pretok[t->n_pretok++] = p;
-    return TXC_OK;
-}
-
-/* pre_tokenizers::metaspace::Metaspace::pre_tokenize on one piece. */
-static txc_status metaspace_split(const tk_pretok *p, const tk_piece *pc, const char *s,
-                                  tk_pieces *out, tk_buf *tmp)
-{
-    tmp->n = 0;
+    tk_ctx local = {0};
+    if (!cx)
+        cx = &local;
     txc_status st = TXC_OK;
-    bool starts = pc->len >= p->repl_len && !memcmp(s, p->repl, p->repl_len);
-    /* replace(' ', replacement) */
-    bool prepend = (p->scheme == TK_PREPEND_ALWAYS && !starts && !(pc->len && s[0] == ' ')) ||
-                   (p->scheme == TK_PREPEND_FIRST && !starts && !(pc->len && s[0] == ' ') &&
-                    pc->at_origin);
-    /* A leading ' ' becomes the replacement, so the crate's
-     * starts_with(replacement) test sees it: no extra prepend then. */
-    if (prepend)
-        st = tk_buf_append(tmp, p->repl, p->repl_len);
-    if (!st)
-        st = replace_all(s, pc->len, " ", 1, p->repl, p->repl_len, tmp);
-    if (st)
-        return st;
-    if (!p->split)
-        return tk_pieces_add_text(out, tmp->p, tmp->n, pc->at_origin);
-    /* split(replacement, MergedWithNext): each replacement starts a piece,
-     * except that a run of them leaves all but the last alone. */
-    const char *q = tmp->p;
-    size_t n = tmp->n, start = 0;
-    bool first = true;
-    for (size_t i = 0; i < n;) {
-        if (i + p->repl_len <= n && !memcmp(q + i, p->repl, p->repl_len)) {
-            if (i > start) {
-                st = tk_pieces_add_text(out, q + start, i - start, pc->at_origin && first);
-                if (st)
-                    return st;
-                first = false;
-                start = i;
-            }
-            i += p->repl_len;
-            /* a replacement followed by another one is a piece of its own */
-            if (i + p->repl_len <= n && !memcmp(q + i, p->repl, p->repl_len)) {
-                st = tk_pieces_add_text(out, q + start, i - start, pc->at_origin && first);
-                if (st)
-                    return st;
-                first = false;
-                start = i;
-            }
-        } else {
-            i++;
-        }
-    }
-    return tk_pieces_add_text(out, q + start, n - start, pc->at_origin && first);
-}
-
-txc_status tk_pretokenize(const txc_tokenizer *t, tk_pieces *ps)
-{
-    tk_buf tmp = {0};
-    txc_status st = TXC_OK;
-    for (size_t k = 0; k < t->n_pretok && !st; k++) {
-        const tk_pretok *p = &t->pretok[k];
-        tk_pieces out = {0};
-        for (size_t i = 0; i < ps->n && !st; i++) {
-            const tk_piece *pc = &ps->v[i];
-            if (pc->id >= 0) {
-                st = tk_pieces_add_token(&out, pc->id, pc->at_origin);
-                continue;
-            }
-            switch (p->kind) {
-            case TK_PRETOK_METASPACE:
-                st = metaspace_split(p, pc, ps->text.p + pc->off, &out, &tmp);
-                break;
-            }
-        }
-        if (st) {
-            tk_pieces_free(&out);
-            break;
-        }
-        tk_pieces_free(ps);
-        *ps = out;
-    }
-    tk_buf_free(&tmp);
+    for (size_t i = 0; i < t->n_norm && !st; i++)
+        st = normalize_one(&t->norm[i], b, cx);
+    tk_ctx_free(&local);
     return st;
 }
 
@@ -448,9 +281,9 @@ static txc_status parse_template(txc_tokenizer *t, const cJSON *j, tk_post *p)
 
 txc_status tk_parse_post_processor(txc_tokenizer *t, const cJSON *j)
 {
-    if (is_null(j))
+    if (tk_json_is_null(j))
         return TXC_OK;
-    const char *type = type_of(j);
+    const char *type = tk_json_type(j);
     if (!cJSON_IsObject(j) || !type)
         return txc_error(TXC_ERR_FORMAT, "tokenizer.json: post_processor without a \"type\"");
     if (!strcmp(type, "Sequence")) {
@@ -476,7 +309,7 @@ txc_status tk_parse_post_processor(txc_tokenizer *t, const cJSON *j)
         return TXC_OK;
     }
     t->n_post--;
-    return txc_error(TXC_ERR_UNSUPPORTED, "tokenizer.json: post_processor %s not supported yet",
+    return txc_error(TXC_ERR_UNSUPPORTED, "tokenizer.json: post_processor %s not supported",
                      type);
 }
 
@@ -484,10 +317,10 @@ txc_status tk_parse_post_processor(txc_tokenizer *t, const cJSON *j)
 
 txc_status tk_parse_decoder(txc_tokenizer *t, const cJSON *j)
 {
-    if (is_null(j))
+    if (tk_json_is_null(j))
         return TXC_OK;
     t->has_decoder = true;
-    const char *type = type_of(j);
+    const char *type = tk_json_type(j);
     if (!cJSON_IsObject(j) || !type)
         return txc_error(TXC_ERR_FORMAT, "tokenizer.json: decoder without a \"type\"");
     if (!strcmp(type, "Sequence")) {
@@ -505,17 +338,17 @@ txc_status tk_parse_decoder(txc_tokenizer *t, const cJSON *j)
     txc_status st = TXC_OK;
     if (!strcmp(type, "Replace")) {
         d.kind = TK_DEC_REPLACE;
-        st = get_string_pattern(j, "decoder", &d.a, &d.a_len);
+        st = get_replace_pattern(j, "decoder Replace", &d.a, &d.a_len, &d.re);
         if (!st)
-            st = dup_string(cJSON_GetObjectItemCaseSensitive(j, "content"), "decoder Replace",
-                            "content", &d.b, &d.b_len);
+            st = tk_json_dup_string(cJSON_GetObjectItemCaseSensitive(j, "content"),
+                                    "decoder Replace", "content", &d.b, &d.b_len);
     } else if (!strcmp(type, "ByteFallback")) {
         d.kind = TK_DEC_BYTEFALLBACK;
     } else if (!strcmp(type, "Fuse")) {
         d.kind = TK_DEC_FUSE;
     } else if (!strcmp(type, "Strip")) {
         d.kind = TK_DEC_STRIP;
-        st = get_char(cJSON_GetObjectItemCaseSensitive(j, "content"), "decoder Strip", "content",
+        st = tk_json_char(cJSON_GetObjectItemCaseSensitive(j, "content"), "decoder Strip", "content",
                       &d.ch);
         if (!st)
             st = get_size(j, "decoder Strip", "start", &d.start);
@@ -523,22 +356,25 @@ txc_status tk_parse_decoder(txc_tokenizer *t, const cJSON *j)
             st = get_size(j, "decoder Strip", "stop", &d.stop);
     } else if (!strcmp(type, "Metaspace")) {
         d.kind = TK_DEC_METASPACE;
-        st = get_char(cJSON_GetObjectItemCaseSensitive(j, "replacement"), "decoder Metaspace",
+        st = tk_json_char(cJSON_GetObjectItemCaseSensitive(j, "replacement"), "decoder Metaspace",
                       "replacement", &d.ch);
         if (!st)
-            st = get_prepend_scheme(j, "decoder Metaspace", &d.scheme);
+            st = tk_json_prepend_scheme(j, "decoder Metaspace", &d.scheme);
+    } else if (!strcmp(type, "ByteLevel")) {
+        d.kind = TK_DEC_BYTELEVEL;
     } else {
-        return txc_error(TXC_ERR_UNSUPPORTED, "tokenizer.json: decoder %s not supported yet", type);
+        return txc_error(TXC_ERR_UNSUPPORTED, "tokenizer.json: decoder %s not supported", type);
     }
     if (!st) {
         tmp = realloc(t->dec, (t->n_dec + 1) * sizeof *t->dec);
         if (!tmp)
             st = txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
         else
-            t->dec = tmp, t->dec[t->n_dec++] = d, d.a = d.b = NULL;
+            t->dec = tmp, t->dec[t->n_dec++] = d, d.a = d.b = NULL, d.re = NULL;
     }
     free(d.a);
     free(d.b);
+    tk_regex_free(d.re);
     return st;
 }
 
@@ -589,13 +425,48 @@ static txc_status decode_one(const tk_decoder *d, const tk_strlist *in, tk_strli
     switch (d->kind) {
     case TK_DEC_REPLACE: {
         tk_buf b = {0};
+        tk_ctx cx = {0};
         for (size_t i = 0; i < in->n && !st; i++) {
             b.n = 0;
-            st = replace_all(tk_strlist_at(in, i), in->len[i], d->a, d->a_len, d->b, d->b_len, &b);
+            if (d->re)
+                st = replace_regex(d->re, tk_strlist_at(in, i), in->len[i], d->b, d->b_len, &cx, &b);
+            else
+                st = tk_replace_all(tk_strlist_at(in, i), in->len[i], d->a, d->a_len, d->b,
+                                    d->b_len, &b);
             if (!st)
                 st = tk_strlist_add(out, b.p ? b.p : "", b.n);
         }
         tk_buf_free(&b);
+        tk_ctx_free(&cx);
+        return st;
+    }
+    case TK_DEC_BYTELEVEL: {
+        /* Each token's chars back to bytes (a token with a char outside the
+         * byte alphabet keeps its own bytes), all joined, then lossy UTF-8. */
+        tk_buf bytes = {0}, text = {0};
+        for (size_t i = 0; i < in->n && !st; i++) {
+            const char *s = tk_strlist_at(in, i);
+            size_t n = in->len[i], start = bytes.n;
+            st = tk_buf_reserve(&bytes, n + 1);
+            for (size_t k = 0; k < n && !st;) {
+                size_t cl;
+                uint32_t c = tk_utf8_decode(s + k, &cl);
+                int v = tk_bytelevel_byte(c);
+                if (v < 0) {
+                    bytes.n = start;
+                    st = tk_buf_append(&bytes, s, n);
+                    break;
+                }
+                bytes.p[bytes.n++] = (char)v;
+                k += cl;
+            }
+        }
+        if (!st)
+            st = tk_utf8_lossy(bytes.p ? bytes.p : "", bytes.n, &text);
+        if (!st)
+            st = tk_strlist_add(out, text.p ? text.p : "", text.n);
+        tk_buf_free(&bytes);
+        tk_buf_free(&text);
         return st;
     }
     case TK_DEC_BYTEFALLBACK: {
@@ -649,7 +520,7 @@ static txc_status decode_one(const tk_decoder *d, const tk_strlist *in, tk_strli
             /* In the first token every replacement char is dropped (unless
              * "never"); elsewhere it becomes a space. */
             bool drop = i == 0 && d->scheme != TK_PREPEND_NEVER;
-            st = replace_all(tk_strlist_at(in, i), in->len[i], rep, rl, " ", drop ? 0 : 1, &b);
+            st = tk_replace_all(tk_strlist_at(in, i), in->len[i], rep, rl, " ", drop ? 0 : 1, &b);
             if (!st)
                 st = tk_strlist_add(out, b.p ? b.p : "", b.n);
         }
@@ -698,11 +569,11 @@ bool tk_is_byte_token(const txc_tokenizer *t, int32_t id)
 
 void tk_components_free(txc_tokenizer *t)
 {
-    for (size_t i = 0; i < t->n_norm; i++) {
-        free(t->norm[i].a);
-        free(t->norm[i].b);
-    }
+    for (size_t i = 0; i < t->n_norm; i++)
+        normalizer_free(&t->norm[i]);
     free(t->norm);
+    for (size_t i = 0; i < t->n_pretok; i++)
+        tk_pretok_free(&t->pretok[i]);
     free(t->pretok);
     for (size_t i = 0; i < t->n_post; i++)
         free(t->post[i].single);
@@ -710,6 +581,7 @@ void tk_components_free(txc_tokenizer *t)
     for (size_t i = 0; i < t->n_dec; i++) {
         free(t->dec[i].a);
         free(t->dec[i].b);
+        tk_regex_free(t->dec[i].re);
     }
     free(t->dec);
     t->norm = NULL, t->pretok = NULL, t->post = NULL, t->dec = NULL;

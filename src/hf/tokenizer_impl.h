@@ -20,6 +20,13 @@
  * Offsets are not tracked: txc needs ids, not alignments. The one place where
  * the crate reads an offset (Metaspace prepend_scheme "first": "does this
  * piece start at original offset 0?") is carried as a flag on each piece.
+ *
+ * Regexes (Split, Replace, the ByteLevel pre-tokenizer's GPT-2 pattern) run
+ * on PCRE2 in UTF + UCP mode, with `\s`/`\S`/`\w`/`\W`/`\d` rewritten to the
+ * classes the crate's Oniguruma engine gives them (tokenizer_unicode.c).
+ * Unicode normalization forms and character classes come from utf8proc.
+ * Scratch state of one encode call (PCRE2 match data, the BPE word cache)
+ * lives in a tk_ctx, so a txc_tokenizer stays immutable.
  */
 #ifndef TXC_HF_TOKENIZER_IMPL_H
 #define TXC_HF_TOKENIZER_IMPL_H
@@ -42,6 +49,9 @@ txc_status tk_buf_reserve(tk_buf *b, size_t extra);
 txc_status tk_buf_append(tk_buf *b, const void *s, size_t n);
 void tk_buf_free(tk_buf *b);
 
+/* memmem (a GNU extension): the first occurrence of needle, or NULL. */
+const char *tk_memmem(const char *hay, size_t n, const char *needle, size_t m);
+
 /* ---- UTF-8 ------------------------------------------------------------- */
 
 /* Strict validation (as Rust's str::from_utf8: no overlongs, no surrogates,
@@ -58,9 +68,61 @@ uint32_t tk_utf8_decode(const char *s, size_t *n);
 size_t tk_utf8_encode(uint32_t cp, char *out);
 /* Rust char::is_whitespace (Unicode White_Space). */
 bool tk_is_whitespace(uint32_t cp);
-/* Rust char::is_alphanumeric() || '_' (the crate's is_word_character);
- * exact for ASCII, see tokenizer_util.c for the rest. */
+/* The Rust regex crate's \w (Alphabetic, Mark, Decimal_Number,
+ * Connector_Punctuation, Join_Control): what AddedVocabulary's single_word
+ * test and the Whitespace pre-tokenizer call a word character. */
 bool tk_is_word_char(uint32_t cp);
+/* Rust char::is_numeric (general category Nd, Nl or No): Digits. */
+bool tk_is_numeric(uint32_t cp);
+/* ASCII punctuation or general category P*: the Punctuation pre-tokenizer. */
+bool tk_is_punctuation(uint32_t cp);
+/* General category M* (unicode-normalization's is_combining_mark): StripAccents. */
+bool tk_is_mark(uint32_t cp);
+/* Start of the UTF-8 character that ends at byte `end` (> 0) of s. */
+static inline size_t tk_utf8_prev(const char *s, size_t end)
+{
+    size_t k = end - 1;
+    while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80)
+        k--;
+    return k;
+}
+
+/* Unicode normalization forms (utf8proc), in place. */
+typedef enum tk_nf { TK_NFC, TK_NFD, TK_NFKC, TK_NFKD } tk_nf;
+txc_status tk_unicode_normalize(tk_nf form, struct tk_buf *b);
+/* Rust's char::to_lowercase on every character, in place. */
+txc_status tk_unicode_lowercase(struct tk_buf *b);
+/* String::from_utf8_lossy: each maximal invalid subsequence becomes one
+ * U+FFFD. Appends to out. */
+txc_status tk_utf8_lossy(const char *s, size_t n, struct tk_buf *out);
+
+/* The ByteLevel alphabet (GPT-2's bytes_to_unicode): byte → char, and the
+ * byte of a char of the alphabet or -1. */
+uint32_t tk_bytelevel_char(unsigned char b);
+int tk_bytelevel_byte(uint32_t c);
+
+/* ---- regexes (PCRE2) ------------------------------------------------------ */
+
+typedef struct tk_regex tk_regex;
+
+/* Per-call matching state (PCRE2 match data and JIT stack), created on
+ * first use; one per thread. */
+typedef struct tk_rx_scratch {
+    void *md, *mctx, *jstack;
+} tk_rx_scratch;
+void tk_rx_scratch_free(tk_rx_scratch *sc);
+
+/* Compile `pat` (len bytes) as onig would (literal: the crate's String
+ * patterns, regex::escape'd). `what` names the component for messages.
+ * Errors: TXC_ERR_UNSUPPORTED (a pattern PCRE2 rejects; the message quotes
+ * PCRE2's reason), TXC_ERR_NOMEM. */
+txc_status tk_regex_compile(const char *pat, size_t len, bool literal, const char *what,
+                            tk_regex **out);
+void tk_regex_free(tk_regex *re);
+/* The next match in s[0..n) at or after `from` (onig's search: lookbehind
+ * sees s[0..from)). *found false when none. */
+txc_status tk_regex_search(const tk_regex *re, const char *s, size_t n, size_t from,
+                           tk_rx_scratch *sc, bool *found, size_t *ms, size_t *me);
 
 /* ---- string → int32 hash map (keys are copied) ------------------------- */
 
@@ -110,6 +172,71 @@ txc_status tk_pieces_add_text(tk_pieces *ps, const char *s, size_t len, bool at_
 txc_status tk_pieces_add_token(tk_pieces *ps, int32_t id, bool at_origin);
 void tk_pieces_free(tk_pieces *ps);
 
+/* ---- pattern matches ------------------------------------------------------ */
+
+/* The crate's Pattern::find_matches: consecutive spans covering a string,
+ * each a match or not. */
+typedef struct tk_seg {
+    size_t start, end;
+    bool match;
+} tk_seg;
+
+typedef struct tk_segs {
+    tk_seg *v;
+    size_t n, cap;
+} tk_segs;
+
+txc_status tk_segs_push(tk_segs *g, size_t start, size_t end, bool match);
+
+/* A pattern: a regex, or a predicate on characters (each matching character
+ * is one match, as the crate's `Fn(char) -> bool` patterns). */
+typedef enum tk_char_class {
+    TK_CC_NONE,       /* use the regex */
+    TK_CC_WHITESPACE, /* char::is_whitespace */
+    TK_CC_NUMERIC,    /* char::is_numeric */
+    TK_CC_PUNCT,      /* the Punctuation pre-tokenizer's is_punc */
+    TK_CC_CHAR,       /* one given character */
+} tk_char_class;
+
+typedef struct tk_pattern {
+    tk_regex *re;
+    tk_char_class cc;
+    uint32_t ch; /* TK_CC_CHAR */
+} tk_pattern;
+
+/* find_matches of s[0..n) into g (cleared first); invert flips every flag. */
+txc_status tk_find_matches(const tk_pattern *p, const char *s, size_t n, bool invert,
+                           tk_rx_scratch *sc, tk_segs *g);
+
+/* ---- scratch state of one encode call ------------------------------------- */
+
+/* The BPE word cache: word → ids (the crate keeps one per model; txc keeps
+ * one per call so that the tokenizer stays immutable and lock-free). */
+typedef struct tk_bpe_cache {
+    uint32_t *slots; /* entry index + 1; 0 = empty */
+    size_t cap;      /* power of two */
+    struct tk_cache_ent {
+        uint32_t hash, key_len;
+        size_t key_off, ids_off;
+        uint32_t n_ids;
+    } *ent;
+    size_t n, ent_cap;
+    tk_buf keys;
+    int32_t *ids;
+    size_t n_ids, ids_cap;
+} tk_bpe_cache;
+
+void tk_bpe_cache_free(tk_bpe_cache *c);
+
+typedef struct tk_ctx {
+    tk_rx_scratch rx;
+    tk_segs segs;
+    tk_buf tmp, tmp2;
+    tk_bpe_cache cache;
+} tk_ctx;
+
+void tk_ctx_free(tk_ctx *cx);
+
 /* ---- list of strings (decoder chain) ------------------------------------ */
 
 typedef struct tk_strlist {
@@ -126,24 +253,45 @@ static inline const char *tk_strlist_at(const tk_strlist *l, size_t i) { return 
 
 /* Normalizers (tokenizers::normalizers). */
 typedef enum tk_norm_kind {
-    TK_NORM_PREPEND, /* Prepend { prepend }: prefix a non-empty string */
-    TK_NORM_REPLACE, /* Replace { pattern: {String}, content } */
-    TK_NORM_STRIP,   /* Strip { strip_left, strip_right }: Unicode whitespace */
+    TK_NORM_PREPEND,      /* Prepend { prepend }: prefix a non-empty string */
+    TK_NORM_REPLACE,      /* Replace { pattern: {String} | {Regex}, content } */
+    TK_NORM_STRIP,        /* Strip { strip_left, strip_right }: Unicode whitespace */
+    TK_NORM_NF,           /* NFC, NFD, NFKC, NFKD */
+    TK_NORM_LOWERCASE,    /* Lowercase */
+    TK_NORM_STRIP_ACCENTS /* StripAccents: drop combining marks */
 } tk_norm_kind;
 
 typedef struct tk_normalizer {
     tk_norm_kind kind;
-    char *a; /* Prepend: prepend; Replace: pattern */
+    char *a; /* Prepend: prepend; Replace: pattern (String form) */
     size_t a_len;
     char *b; /* Replace: content */
     size_t b_len;
+    tk_regex *re;     /* Replace with a Regex pattern */
     bool left, right; /* Strip */
+    tk_nf form;       /* NF */
 } tk_normalizer;
 
 /* Pre-tokenizers (tokenizers::pre_tokenizers). */
 typedef enum tk_pretok_kind {
     TK_PRETOK_METASPACE,
+    TK_PRETOK_BYTELEVEL,  /* ByteLevel { add_prefix_space, use_regex } */
+    TK_PRETOK_SPLIT,      /* Split { pattern, behavior, invert } */
+    TK_PRETOK_DIGITS,     /* Digits { individual_digits } */
+    TK_PRETOK_PUNCT,      /* Punctuation { behavior } */
+    TK_PRETOK_WHITESPACE, /* Whitespace: \w+|[^\w\s]+ */
+    TK_PRETOK_WSPLIT,     /* WhitespaceSplit */
+    TK_PRETOK_CHARDELIM,  /* CharDelimiterSplit { delimiter } */
 } tk_pretok_kind;
+
+/* SplitDelimiterBehavior. */
+typedef enum tk_split_behavior {
+    TK_SPLIT_REMOVED,
+    TK_SPLIT_ISOLATED,
+    TK_SPLIT_MERGED_WITH_PREVIOUS,
+    TK_SPLIT_MERGED_WITH_NEXT,
+    TK_SPLIT_CONTIGUOUS,
+} tk_split_behavior;
 
 typedef enum tk_prepend_scheme {
     TK_PREPEND_ALWAYS,
@@ -157,6 +305,10 @@ typedef struct tk_pretok {
     size_t repl_len;
     tk_prepend_scheme scheme;
     bool split;
+    bool add_prefix_space, use_regex; /* ByteLevel */
+    tk_pattern pat;                   /* Split, ByteLevel (GPT-2 regex), Digits, ... */
+    tk_split_behavior behavior;
+    bool invert;
 } tk_pretok;
 
 /* Decoders (tokenizers::decoders). */
@@ -166,12 +318,14 @@ typedef enum tk_dec_kind {
     TK_DEC_FUSE,         /* join all tokens into one */
     TK_DEC_STRIP,        /* Strip { content, start, stop } per token */
     TK_DEC_METASPACE,    /* Metaspace { replacement, prepend_scheme } */
+    TK_DEC_BYTELEVEL,    /* ByteLevel: chars → bytes, then from_utf8_lossy */
 } tk_dec_kind;
 
 typedef struct tk_decoder {
     tk_dec_kind kind;
-    char *a; /* Replace: pattern */
+    char *a; /* Replace: pattern (String form) */
     size_t a_len;
+    tk_regex *re; /* Replace with a Regex pattern */
     char *b; /* Replace: content */
     size_t b_len;
     uint32_t ch;          /* Strip: content; Metaspace: replacement */
@@ -224,9 +378,10 @@ struct cJSON;
 txc_status tk_bpe_load(tk_bpe *m, const struct cJSON *model);
 void tk_bpe_free(tk_bpe *m);
 /* Append the ids of one piece (model.tokenize): chars → vocab ids (byte
- * fallback, unk fusing), then priority merges. */
-txc_status tk_bpe_tokenize(const tk_bpe *m, const char *s, size_t len, int32_t **ids,
-                           size_t *n, size_t *cap);
+ * fallback, unk fusing), then priority merges. `cache` (may be NULL) keeps
+ * the ids of words already seen. */
+txc_status tk_bpe_tokenize(const tk_bpe *m, const char *s, size_t len, tk_bpe_cache *cache,
+                           int32_t **ids, size_t *n, size_t *cap);
 
 /* ---- added vocabulary ---------------------------------------------------- */
 
@@ -280,6 +435,25 @@ struct txc_tokenizer {
     int32_t bos_id;
 };
 
+/* JSON field helpers shared by the component parsers (tokenizer_util.c).
+ * `what` names the component in messages. */
+bool tk_json_is_null(const struct cJSON *j);
+const char *tk_json_type(const struct cJSON *j);
+txc_status tk_json_dup_string(const struct cJSON *j, const char *what, const char *field,
+                              char **out, size_t *len);
+txc_status tk_json_char(const struct cJSON *j, const char *what, const char *field, uint32_t *cp);
+txc_status tk_json_bool(const struct cJSON *obj, const char *what, const char *field, bool dflt,
+                        bool *out);
+txc_status tk_json_prepend_scheme(const struct cJSON *obj, const char *what,
+                                  tk_prepend_scheme *out);
+/* A {"String": s} or {"Regex": r} pattern: *re compiled (literal for
+ * String); *str also gets the String form (NULL for Regex) when str != NULL. */
+txc_status tk_json_pattern(const struct cJSON *obj, const char *what, tk_regex **re, char **str,
+                           size_t *str_len);
+/* NormalizedString::replace with a string pattern: non-overlapping, left to right. */
+txc_status tk_replace_all(const char *s, size_t n, const char *pat, size_t plen, const char *with,
+                          size_t wlen, tk_buf *out);
+
 /* Component parsing and application (tokenizer_components.c). Parse
  * functions append to the tokenizer's arrays; `what` names the field for
  * messages ("normalizer", "pre_tokenizer"...). */
@@ -289,10 +463,13 @@ txc_status tk_parse_decoder(txc_tokenizer *t, const struct cJSON *j);
 txc_status tk_parse_post_processor(txc_tokenizer *t, const struct cJSON *j);
 void tk_components_free(txc_tokenizer *t);
 
-/* Run the normalizer chain on `b` in place. */
-txc_status tk_normalize(const txc_tokenizer *t, tk_buf *b);
+/* Run the normalizer chain on `b` in place (cx: scratch; NULL makes a
+ * temporary one). */
+txc_status tk_normalize(const txc_tokenizer *t, tk_buf *b, tk_ctx *cx);
 /* Run the pre-tokenizer chain: replaces *ps. */
-txc_status tk_pretokenize(const txc_tokenizer *t, tk_pieces *ps);
+txc_status tk_pretokenize(const txc_tokenizer *t, tk_pieces *ps, tk_ctx *cx);
+/* Pre-tokenizer parsing (tokenizer_pretok.c). */
+void tk_pretok_free(tk_pretok *p);
 /* Run the decoder chain on the token strings, producing the text. */
 txc_status tk_decode_tokens(const txc_tokenizer *t, tk_strlist *tokens, tk_buf *out);
 

@@ -1,6 +1,7 @@
-/* Buffers, UTF-8, hash map and piece lists for the tokenizer. */
+/* Buffers, UTF-8, hash map, piece lists and JSON field helpers for the tokenizer. */
 #include "hf/tokenizer_impl.h"
 
+#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,22 @@ void tk_buf_free(tk_buf *b)
     free(b->p);
     b->p = NULL;
     b->n = b->cap = 0;
+}
+
+const char *tk_memmem(const char *hay, size_t n, const char *needle, size_t m)
+{
+    if (m == 0)
+        return hay;
+    while (n >= m) {
+        const char *p = memchr(hay, needle[0], n - m + 1);
+        if (!p)
+            return NULL;
+        if (!memcmp(p, needle, m))
+            return p;
+        n -= (size_t)(p - hay) + 1;
+        hay = p + 1;
+    }
+    return NULL;
 }
 
 /* ---- UTF-8 ----------------------------------------------------------------- */
@@ -133,35 +150,6 @@ bool tk_is_whitespace(uint32_t c)
     return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
            (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
            c == 0x205F || c == 0x3000;
-}
-
-/* Rust's char::is_alphanumeric needs the Unicode Alphabetic and Numeric
- * tables; until utf8proc lands (issue 5) non-ASCII is approximated: a code
- * point is a word character unless it is whitespace or lies in a block of
- * punctuation, symbols, emoji or private use. Exact for ASCII and Latin-1. */
-bool tk_is_word_char(uint32_t c)
-{
-    if (c < 0x80)
-        return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-               c == '_';
-    if (c < 0xC0)
-        return c == 0xAA || c == 0xB2 || c == 0xB3 || c == 0xB5 || c == 0xB9 || c == 0xBA ||
-               (c >= 0xBC && c <= 0xBE);
-    if (c == 0xD7 || c == 0xF7)
-        return false;
-    if (tk_is_whitespace(c))
-        return false;
-    static const uint32_t nonword[][2] = {
-        {0x2000, 0x206F}, {0x20A0, 0x20CF}, {0x2190, 0x245F}, {0x2500, 0x2775},
-        {0x2794, 0x2BFF}, {0x2E00, 0x2E7F}, {0x3000, 0x3004}, {0x3008, 0x3020},
-        {0x3030, 0x3030}, {0xE000, 0xF8FF}, {0xFE10, 0xFE1F}, {0xFE30, 0xFE4F},
-        {0xFF00, 0xFF0F}, {0xFF1A, 0xFF20}, {0xFF3B, 0xFF40}, {0xFF5B, 0xFF65},
-        {0x1F000, 0x1FAFF},
-    };
-    for (size_t i = 0; i < sizeof nonword / sizeof nonword[0]; i++)
-        if (c >= nonword[i][0] && c <= nonword[i][1])
-            return false;
-    return true;
 }
 
 /* ---- string map ------------------------------------------------------------ */
@@ -357,4 +345,135 @@ void tk_strlist_free(tk_strlist *l)
     free(l->off);
     free(l->len);
     memset(l, 0, sizeof *l);
+}
+
+/* ---- JSON fields ------------------------------------------------------------------ */
+
+bool tk_json_is_null(const cJSON *j) { return !j || cJSON_IsNull(j); }
+
+const char *tk_json_type(const cJSON *j)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "type");
+    return cJSON_IsString(t) ? t->valuestring : NULL;
+}
+
+txc_status tk_json_dup_string(const cJSON *j, const char *what, const char *field, char **out,
+                              size_t *len)
+{
+    if (!cJSON_IsString(j))
+        return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: \"%s\" is not a string", what, field);
+    *len = strlen(j->valuestring);
+    *out = malloc(*len + 1);
+    if (!*out)
+        return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
+    memcpy(*out, j->valuestring, *len + 1);
+    return TXC_OK;
+}
+
+txc_status tk_json_char(const cJSON *j, const char *what, const char *field, uint32_t *cp)
+{
+    if (!cJSON_IsString(j) || !j->valuestring[0])
+        return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: \"%s\" is not a character", what,
+                         field);
+    size_t n = strlen(j->valuestring), cl;
+    if (!tk_utf8_valid(j->valuestring, n) || (*cp = tk_utf8_decode(j->valuestring, &cl), cl != n))
+        return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: \"%s\" is not one character", what,
+                         field);
+    return TXC_OK;
+}
+
+txc_status tk_json_bool(const cJSON *obj, const char *what, const char *field, bool dflt,
+                        bool *out)
+{
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, field);
+    if (tk_json_is_null(j)) {
+        *out = dflt;
+        return TXC_OK;
+    }
+    if (!cJSON_IsBool(j))
+        return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: \"%s\" is not a boolean", what, field);
+    *out = cJSON_IsTrue(j);
+    return TXC_OK;
+}
+
+/* Metaspace's prepend scheme, new ("prepend_scheme") or legacy
+ * ("add_prefix_space") form; the crate defaults to "always". */
+txc_status tk_json_prepend_scheme(const cJSON *obj, const char *what, tk_prepend_scheme *out)
+{
+    const cJSON *ps = cJSON_GetObjectItemCaseSensitive(obj, "prepend_scheme");
+    const cJSON *aps = cJSON_GetObjectItemCaseSensitive(obj, "add_prefix_space");
+    *out = TK_PREPEND_ALWAYS;
+    if (!tk_json_is_null(ps)) {
+        if (!cJSON_IsString(ps))
+            return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: prepend_scheme is not a string",
+                             what);
+        if (!strcmp(ps->valuestring, "always"))
+            *out = TK_PREPEND_ALWAYS;
+        else if (!strcmp(ps->valuestring, "first"))
+            *out = TK_PREPEND_FIRST;
+        else if (!strcmp(ps->valuestring, "never"))
+            *out = TK_PREPEND_NEVER;
+        else
+            return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: unknown prepend_scheme '%s'",
+                             what, ps->valuestring);
+    } else if (!tk_json_is_null(aps)) {
+        if (!cJSON_IsBool(aps))
+            return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: add_prefix_space is not a boolean",
+                             what);
+        *out = cJSON_IsTrue(aps) ? TK_PREPEND_ALWAYS : TK_PREPEND_NEVER;
+    }
+    return TXC_OK;
+}
+
+txc_status tk_json_pattern(const cJSON *obj, const char *what, tk_regex **re, char **str,
+                           size_t *str_len)
+{
+    *re = NULL;
+    if (str)
+        *str = NULL;
+    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(obj, "pattern");
+    if (!cJSON_IsObject(pat))
+        return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: \"pattern\" is not an object", what);
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(pat, "String");
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(pat, "Regex");
+    const cJSON *j = s ? s : r;
+    if (!j)
+        return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: unknown pattern kind", what);
+    if (!cJSON_IsString(j))
+        return txc_error(TXC_ERR_FORMAT, "tokenizer.json: %s: the pattern is not a string", what);
+    size_t n = strlen(j->valuestring);
+    txc_status st = tk_regex_compile(j->valuestring, n, s != NULL, what, re);
+    if (!st && s && str) {
+        st = tk_json_dup_string(s, what, "pattern", str, str_len);
+        if (st) {
+            tk_regex_free(*re);
+            *re = NULL;
+        }
+    }
+    return st;
+}
+
+txc_status tk_replace_all(const char *s, size_t n, const char *pat, size_t plen, const char *with,
+                          size_t wlen, tk_buf *out)
+{
+    txc_status st = TXC_OK;
+    size_t i = 0, last = 0;
+    while (!st && plen && i + plen <= n) {
+        const char *hit = memchr(s + i, pat[0], n - i - plen + 1);
+        if (!hit)
+            break;
+        i = (size_t)(hit - s);
+        if (memcmp(hit, pat, plen) == 0) {
+            st = tk_buf_append(out, s + last, i - last);
+            if (!st)
+                st = tk_buf_append(out, with, wlen);
+            i += plen;
+            last = i;
+        } else {
+            i++;
+        }
+    }
+    if (!st)
+        st = tk_buf_append(out, s + last, n - last);
+    return st;
 }
