@@ -199,6 +199,19 @@ def bench_text(corpus):
     return "".join(parts)
 
 
+def fnv1a64(data):
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def ids_digest(ids):
+    """FNV-1a 64 over the ids as little-endian uint32 (hex string)."""
+    import struct
+    return "%016x" % fnv1a64(struct.pack("<%dI" % len(ids), *ids))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shared", default=os.path.join(ROOT, "..", "shared"))
@@ -262,6 +275,22 @@ def main():
         size = os.path.getsize(path)
         total += size
         print("%-22s %3d cases, %7d bytes" % (name, len(cases), size))
+    # the ~1 MB bench text: token count and digests of the ids and of decode
+    text = bench_text(corpus)
+    big = {"text": "the corpus, one string per line, repeated up to >= 1000000 bytes",
+           "digest": "FNV-1a 64 of the ids as little-endian uint32 / of the decoded UTF-8",
+           "tokenizers_version": tokenizers.__version__, "families": {}}
+    for name, folder in FAMILIES.items():
+        tok, _ = load(args.shared, folder)
+        ids = tok.encode(text, add_special_tokens=True).ids
+        dec = tok.decode(ids, skip_special_tokens=False)
+        big["families"][name] = {"tokenizer": folder, "n_ids": len(ids), "ids_fnv": ids_digest(ids),
+                                 "decode_fnv": "%016x" % fnv1a64(dec.encode("utf-8"))}
+    path = os.path.join(OUT, "bench_1mb.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(big, f, indent=1)
+        f.write("\n")
+    print("bench_1mb: %s" % ", ".join("%s %d" % (k, v["n_ids"]) for k, v in big["families"].items()))
     print("total %d bytes" % total)
 
 

@@ -549,17 +549,28 @@ static char *bench_text(size_t *len)
     return text;
 }
 
+static uint64_t fnv1a64(uint64_t h, const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Encode the ~1 MB bench text with every family: the ids and their decode
+ * must be the crate's (tokenizer_ids/bench_1mb.json: count and FNV-1a
+ * digests), and the time is printed (compare with
+ * `scripts/gen_tokenizer_fixtures.py --bench`). */
 static void test_encode_speed(void **state)
 {
     (void)state;
-    static const char *const folders[] = {"gpt2", "llama3", "qwen3", "deepseek_v3", "gptoss",
-                                          "gemma3", "tinyllama-1.1b-chat-v1.0", "mistral-7b-v0.1",
-                                          "phi-3-vision-128k-instruct"};
+    cJSON *ref = tu_load_json("tests/fixtures/tokenizer_ids/bench_1mb.json");
     size_t len;
     char *text = bench_text(&len);
-    for (size_t k = 0; k < sizeof folders / sizeof folders[0]; k++) {
+    int checked = 0;
+    for (const cJSON *f = cJSON_GetObjectItemCaseSensitive(ref, "families")->child; f; f = f->next) {
+        const char *folder = cJSON_GetObjectItemCaseSensitive(f, "tokenizer")->valuestring;
         double t0 = now_s();
-        txc_tokenizer *t = load(tok_dir(folders[k]));
+        txc_tokenizer *t = load(tok_dir(folder));
         double t1 = now_s();
         int32_t *ids;
         size_t n;
@@ -568,15 +579,34 @@ static void test_encode_speed(void **state)
         size_t back_len;
         char *back = decode(t, ids, n, false, &back_len);
         double t3 = now_s();
-        print_message("speed %-28s load %6.0f ms; encode %.2f MB in %6.1f ms (%5.1f MB/s, %zu "
+        print_message("speed %-12s load %6.0f ms; encode %.2f MB in %6.1f ms (%5.1f MB/s, %zu "
                       "tokens); decode %5.1f ms\n",
-                      folders[k], 1e3 * (t1 - t0), len / 1e6, 1e3 * (t2 - t1),
+                      f->string, 1e3 * (t1 - t0), len / 1e6, 1e3 * (t2 - t1),
                       len / 1e6 / (t2 - t1), n, 1e3 * (t3 - t2));
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t v = (uint32_t)ids[i];
+            unsigned char le[4] = {(unsigned char)v, (unsigned char)(v >> 8),
+                                   (unsigned char)(v >> 16), (unsigned char)(v >> 24)};
+            h = fnv1a64(h, le, 4);
+        }
+        char ids_hex[17], dec_hex[17];
+        snprintf(ids_hex, sizeof ids_hex, "%016llx", (unsigned long long)h);
+        snprintf(dec_hex, sizeof dec_hex, "%016llx",
+                 (unsigned long long)fnv1a64(0xcbf29ce484222325ull, (const unsigned char *)back,
+                                             back_len));
+        assert_int_equal(n, (size_t)cJSON_GetObjectItemCaseSensitive(f, "n_ids")->valuedouble);
+        assert_string_equal(ids_hex, cJSON_GetObjectItemCaseSensitive(f, "ids_fnv")->valuestring);
+        assert_string_equal(dec_hex,
+                            cJSON_GetObjectItemCaseSensitive(f, "decode_fnv")->valuestring);
+        checked++;
         free(back);
         free(ids);
         txc_tokenizer_free(t);
     }
+    assert_int_equal(checked, 9);
     free(text);
+    cJSON_Delete(ref);
 }
 
 static int teardown(void **state)
