@@ -9,6 +9,7 @@
 #include "txc/generate.h"
 #include "txc/model.h"
 #include "txc/tokenizer.h"
+#include "tools/bench_cmd.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -239,13 +240,14 @@ static void usage(FILE *f)
     fprintf(f, "usage: txc <command> [options]\n"
                "commands:\n"
                "  generate   greedy text generation from a Hugging Face model folder\n"
+               "  bench      the article's table: each cache mode, eager and compiled, timed\n"
                "run 'txc <command> --help' for its options; 'txc --version' for the version\n");
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "txc: no command given (commands: generate; see txc --help)\n");
+        fprintf(stderr, "txc: no command given (commands: generate, bench; see txc --help)\n");
         return EXIT_ERROR;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -258,6 +260,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "generate") == 0)
         return cmd_generate(argc - 1, argv + 1);
-    fprintf(stderr, "txc: unknown command '%s' (commands: generate; see txc --help)\n", argv[1]);
+    if (strcmp(argv[1], "bench") == 0)
+        return txc_cmd_bench(argc - 1, argv + 1);
+    fprintf(stderr, "txc: unknown command '%s' (commands: generate, bench; see txc --help)\n", argv[1]);
     return EXIT_ERROR;
 }

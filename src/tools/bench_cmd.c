@@ -1,0 +1,678 @@
+/*
+ * txc bench — the torchax article's table for one model on this machine.
+ *
+ *   txc bench (--model DIR | --synthetic NAME) [--dtype f32|bf16|f16] [--seed N]
+ *             [--new-tokens N] [--prompt-tokens N | --prompt TEXT] [--modes a,b,...]
+ *             [--max-cache-len N] [--baseline-limit SECONDS] [--json]
+ *
+ * One row per mode — a cache kind (none, dynamic, static) run eagerly or
+ * compiled (txc/jit.h) — each with a fresh generator (so compilations are
+ * counted from zero), the same prompt, greedy decoding and no stop on eos:
+ * every row makes exactly N new tokens, except the no-cache baseline, which
+ * stops early (and says so) once it has run --baseline-limit seconds. The
+ * rows' token ids are compared with the reference row's (the first one
+ * that made all N tokens) and the verdict is printed.
+ *
+ * Exit status: 0 when the table was made, 2 on any error (one line on
+ * stderr).
+ */
+#include "tools/bench_cmd.h"
+
+#include "txc/generate.h"
+#include "txc/model.h"
+#include "txc/synthetic.h"
+#include "txc/tokenizer.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_ERROR 2
+#define DEFAULT_PROMPT "Once upon a time"
+#define MAX_MODES 8
+
+typedef struct bench_mode {
+    const char *name;
+    txc_cache_kind cache;
+    bool jit;
+} bench_mode;
+
+static const bench_mode known_modes[] = {
+    {"eager-none", TXC_CACHE_NONE, false},     {"eager-dynamic", TXC_CACHE_DYNAMIC, false},
+    {"eager-static", TXC_CACHE_STATIC, false}, {"jit-static", TXC_CACHE_STATIC, true},
+    {"jit-dynamic", TXC_CACHE_DYNAMIC, true},  {"jit-none", TXC_CACHE_NONE, true},
+};
+#define N_KNOWN_MODES ((int)(sizeof known_modes / sizeof *known_modes))
+#define N_DEFAULT_MODES 5 /* the first five, in the article's order plus jit-dynamic */
+
+typedef struct bench_row {
+    const bench_mode *mode;
+    int64_t n_new;
+    bool capped; /* stopped by --baseline-limit */
+    double total_s, prefill_ms, decode_ms, decode_tok_s, decode_tok_s_excl_compile, compile_ms;
+    int64_t prefill_compilations, decode_compilations;
+    int32_t *ids;
+    bool tokens_match;
+    int64_t compared; /* tokens compared with the reference row */
+} bench_row;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int fail(const char *what)
+{
+    fprintf(stderr, "txc: %s%s%s\n", what, *txc_last_error() ? ": " : "", txc_last_error());
+    return EXIT_ERROR;
+}
+
+static bool parse_int(const char *flag, const char *s, int64_t min, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < min) {
+        fprintf(stderr, "txc: %s expects an integer >= %lld, got '%s'\n", flag, (long long)min, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static bool parse_seconds(const char *flag, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= 0) || isinf(v)) {
+        fprintf(stderr, "txc: %s expects a number of seconds >= 0, got '%s'\n", flag, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static void usage_bench(FILE *f)
+{
+    fprintf(f,
+            "usage: txc bench (--model DIR | --synthetic NAME) [--dtype f32|bf16|f16] [--seed N]\n"
+            "                 [--new-tokens N] [--prompt-tokens N | --prompt TEXT] [--modes a,b,...]\n"
+            "                 [--max-cache-len N] [--baseline-limit SECONDS] [--json]\n"
+            "\n"
+            "The torchax article's table for one model on this machine: greedy generation of the\n"
+            "same prompt in each mode, each with a fresh generator, no stop on eos.\n"
+            "  --model DIR          a Hugging Face model folder\n"
+            "  --synthetic NAME     random weights with a real checkpoint's config, no files:\n"
+            "                       smollm2-135m, qwen2.5-0.5b, llama-3.2-1b, stories260k\n"
+            "  --dtype D            synthetic weights' dtype: f32 (default), bf16 or f16\n"
+            "  --seed N             synthetic weights' and random prompt's seed (default 0)\n"
+            "  --new-tokens N       new tokens per mode (default 256)\n"
+            "  --prompt-tokens N    a prompt of N deterministic random ids (default 8; the default\n"
+            "                       for --model is the text \"" DEFAULT_PROMPT "\")\n"
+            "  --prompt TEXT        a text prompt (--model only: it needs the tokenizer)\n"
+            "  --modes LIST         rows, comma-separated (default: eager-none,eager-dynamic,\n"
+            "                       eager-static,jit-static,jit-dynamic; also jit-none)\n"
+            "  --max-cache-len N    StaticCache length (default: prompt + new tokens)\n"
+            "  --baseline-limit S   stop the no-cache rows after S seconds (default 120; 0: never)\n"
+            "  --json               print one JSON object instead of the table\n");
+}
+
+/* ---- the machine ------------------------------------------------------------------ */
+
+static void cpu_model(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        /* x86: "model name"; some ARM kernels: "Hardware" or "Processor". */
+        if (strncmp(line, "model name", 10) == 0 || strncmp(line, "Hardware", 8) == 0 ||
+            strncmp(line, "Processor", 9) == 0) {
+            char *colon = strchr(line, ':');
+            if (!colon)
+                continue;
+            colon++;
+            while (*colon == ' ' || *colon == '\t')
+                colon++;
+            colon[strcspn(colon, "\n")] = 0;
+            if (*colon) {
+                snprintf(buf, cap, "%s", colon);
+                break;
+            }
+        }
+    }
+    fclose(f);
+}
+
+/* ---- running one mode ------------------------------------------------------------- */
+
+typedef struct limit_ctx {
+    double start_ms, limit_ms;
+    int64_t n;
+    bool hit;
+} limit_ctx;
+
+static bool within_limit(void *ctx, int32_t id)
+{
+    (void)id;
+    limit_ctx *l = ctx;
+    l->n++;
+    if (l->limit_ms > 0 && l->n >= 2 && now_ms() - l->start_ms > l->limit_ms) {
+        l->hit = true;
+        return false;
+    }
+    return true;
+}
+
+static txc_status run_mode(txc_model *model, const bench_mode *mode, const int32_t *prompt, int64_t n_prompt,
+                           int64_t new_tokens, int64_t max_cache_len, double baseline_limit_s, bench_row *row)
+{
+    memset(row, 0, sizeof *row);
+    row->mode = mode;
+    txc_generator *gen = txc_generator_new(model);
+    if (!gen)
+        return txc_last_status();
+    txc_generate_options o = txc_generate_default_options(model, NULL);
+    o.n_eos = 0; /* every mode makes exactly new_tokens */
+    o.max_new_tokens = new_tokens;
+    o.cache = mode->cache;
+    o.jit = mode->jit;
+    o.max_cache_len = max_cache_len;
+    limit_ctx lim = {.limit_ms = mode->cache == TXC_CACHE_NONE ? baseline_limit_s * 1e3 : 0};
+    o.on_token = within_limit;
+    o.ctx = &lim;
+    txc_generate_result res;
+    lim.start_ms = now_ms();
+    txc_status s = txc_generator_run(gen, prompt, n_prompt, &o, &res);
+    double total_ms = now_ms() - lim.start_ms;
+    if (s == TXC_OK) {
+        int64_t n_decode = res.n_new > 1 ? res.n_new - 1 : 0;
+        double decode_compile_ms = mode->jit ? txc_generator_jit_stats(gen, 1).compile_ms : 0;
+        row->n_new = res.n_new;
+        row->capped = lim.hit;
+        row->total_s = total_ms / 1e3;
+        row->prefill_ms = res.prefill_ms;
+        row->decode_ms = res.decode_ms;
+        row->decode_tok_s = res.decode_ms > 0 ? (double)n_decode * 1e3 / res.decode_ms : 0;
+        double steady = res.decode_ms - decode_compile_ms;
+        row->decode_tok_s_excl_compile = steady > 0 ? (double)n_decode * 1e3 / steady : 0;
+        row->prefill_compilations = res.prefill_compilations;
+        row->decode_compilations = res.decode_compilations;
+        row->compile_ms = res.compile_ms;
+        row->ids = res.new_ids; /* taken over */
+        res.new_ids = NULL;
+        if (res.n_new != new_tokens && !lim.hit)
+            s = txc_error(TXC_ERR_INTERNAL, "%s made %lld tokens instead of %lld (stopped on %s)", mode->name,
+                          (long long)res.n_new, (long long)new_tokens, res.stop_reason);
+    }
+    txc_generate_result_free(&res);
+    txc_generator_free(gen);
+    return s;
+}
+
+/* ---- output ----------------------------------------------------------------------- */
+
+typedef struct bench_info {
+    const char *model;          /* the name or folder given */
+    const txc_synthetic_info *synthetic;
+    uint64_t seed;
+    const char *file_dtype;     /* the dtype of the weights as stored (synthetic) or torch_dtype (folder) */
+    char memory_dtype[64];      /* the parameters' dtypes in memory */
+    int64_t parameters;
+    int64_t n_prompt;
+    bool prompt_is_text;
+    const char *prompt_text;
+    int64_t new_tokens, max_cache_len;
+    double baseline_limit_s;
+    char cpu[256];
+    long cores;
+} bench_info;
+
+static const bench_row *eager_dynamic_row(const bench_row *rows, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (rows[i].mode->cache == TXC_CACHE_DYNAMIC && !rows[i].mode->jit)
+            return &rows[i];
+    return NULL;
+}
+
+static double speedup(const bench_row *r, const bench_row *base)
+{
+    return base && base->decode_tok_s > 0 ? r->decode_tok_s / base->decode_tok_s : NAN;
+}
+
+static double round_to(double v, double q) { return round(v / q) * q; }
+
+static void print_json(const bench_info *bi, const bench_row *rows, int n, bool agree, int ref)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "model", bi->model);
+    cJSON_AddStringToObject(j, "source", bi->synthetic ? "synthetic" : "folder");
+    if (bi->synthetic) {
+        cJSON_AddStringToObject(j, "checkpoint", bi->synthetic->checkpoint);
+        cJSON_AddNumberToObject(j, "seed", (double)bi->seed);
+    }
+    cJSON_AddNumberToObject(j, "parameters", (double)bi->parameters);
+    cJSON_AddStringToObject(j, "dtype", bi->file_dtype);
+    cJSON_AddStringToObject(j, "weights_in_memory", bi->memory_dtype);
+    cJSON_AddStringToObject(j, "compute_dtype", "float32");
+    cJSON_AddNumberToObject(j, "threads", 1);
+    cJSON *m = cJSON_AddObjectToObject(j, "machine");
+    cJSON_AddStringToObject(m, "cpu", bi->cpu);
+    cJSON_AddNumberToObject(m, "cores", (double)bi->cores);
+    cJSON_AddNumberToObject(j, "prompt_tokens", (double)bi->n_prompt);
+    if (bi->prompt_is_text)
+        cJSON_AddStringToObject(j, "prompt", bi->prompt_text);
+    cJSON_AddNumberToObject(j, "new_tokens", (double)bi->new_tokens);
+    cJSON_AddNumberToObject(j, "max_cache_len", (double)bi->max_cache_len);
+    cJSON_AddNumberToObject(j, "baseline_limit_s", bi->baseline_limit_s);
+    cJSON *notes = cJSON_AddArrayToObject(j, "notes");
+    if (bi->synthetic && bi->synthetic->differs)
+        cJSON_AddItemToArray(notes, cJSON_CreateString(bi->synthetic->differs));
+    cJSON_AddBoolToObject(j, "tokens_agree", agree);
+    cJSON_AddStringToObject(j, "reference_mode", rows[ref].mode->name);
+    cJSON *ids = cJSON_AddArrayToObject(j, "reference_ids");
+    for (int64_t k = 0; k < rows[ref].n_new; k++)
+        cJSON_AddItemToArray(ids, cJSON_CreateNumber(rows[ref].ids[k]));
+    const bench_row *base = eager_dynamic_row(rows, n);
+    cJSON *arr = cJSON_AddArrayToObject(j, "rows");
+    for (int i = 0; i < n; i++) {
+        const bench_row *r = &rows[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "mode", r->mode->name);
+        cJSON_AddNumberToObject(o, "new_tokens", (double)r->n_new);
+        cJSON_AddNumberToObject(o, "total_s", round_to(r->total_s, 1e-4));
+        cJSON_AddNumberToObject(o, "prefill_ms", round_to(r->prefill_ms, 1e-3));
+        cJSON_AddNumberToObject(o, "decode_tok_s", round_to(r->decode_tok_s, 1e-3));
+        cJSON_AddNumberToObject(o, "compilations", (double)(r->prefill_compilations + r->decode_compilations));
+        cJSON_AddNumberToObject(o, "compile_ms", round_to(r->compile_ms, 1e-3));
+        cJSON_AddBoolToObject(o, "tokens_match", r->tokens_match);
+        cJSON_AddStringToObject(o, "cache", txc_cache_kind_name(r->mode->cache));
+        cJSON_AddBoolToObject(o, "jit", r->mode->jit);
+        cJSON_AddNumberToObject(o, "prefill_compilations", (double)r->prefill_compilations);
+        cJSON_AddNumberToObject(o, "decode_compilations", (double)r->decode_compilations);
+        cJSON_AddNumberToObject(o, "decode_ms", round_to(r->decode_ms, 1e-3));
+        cJSON_AddNumberToObject(o, "decode_tok_s_excl_compile", round_to(r->decode_tok_s_excl_compile, 1e-3));
+        double sp = speedup(r, base);
+        if (isnan(sp))
+            cJSON_AddNullToObject(o, "speedup_vs_eager_dynamic");
+        else
+            cJSON_AddNumberToObject(o, "speedup_vs_eager_dynamic", round_to(sp, 1e-4));
+        cJSON_AddBoolToObject(o, "capped", r->capped);
+        cJSON_AddNumberToObject(o, "tokens_compared", (double)r->compared);
+        cJSON_AddItemToArray(arr, o);
+    }
+    char *text = cJSON_PrintUnformatted(j);
+    if (text) {
+        puts(text);
+        cJSON_free(text);
+    }
+    cJSON_Delete(j);
+}
+
+/* 134515008 -> "134,515,008". */
+static void thousands(int64_t v, char *buf, size_t cap)
+{
+    char digits[32];
+    int n = snprintf(digits, sizeof digits, "%lld", (long long)v), o = 0;
+    for (int i = 0; i < n && (size_t)o + 2 < cap; i++) {
+        if (i > 0 && (n - i) % 3 == 0 && digits[i - 1] != '-')
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = 0;
+}
+
+static void print_table(const bench_info *bi, const bench_row *rows, int n, bool agree, int ref)
+{
+    char count[32];
+    thousands(bi->parameters, count, sizeof count);
+    if (bi->synthetic)
+        printf("model: %s (synthetic: random weights, seed %llu, config of %s), %s parameters\n", bi->model,
+               (unsigned long long)bi->seed, bi->synthetic->checkpoint, count);
+    else
+        printf("model: %s, %s parameters\n", bi->model, count);
+    if (bi->synthetic && bi->synthetic->differs)
+        printf("note: %s\n", bi->synthetic->differs);
+    printf("dtype: %s weights%s; in memory: %s; compute: float32\n", bi->file_dtype,
+           bi->synthetic ? " generated" : " in the files", bi->memory_dtype);
+    printf("threads: 1; machine: %s, %ld cores\n", bi->cpu, bi->cores);
+    if (bi->prompt_is_text)
+        printf("prompt: \"%s\" (%lld tokens); ", bi->prompt_text, (long long)bi->n_prompt);
+    else
+        printf("prompt: %lld deterministic random ids (seed %llu); ", (long long)bi->n_prompt,
+               (unsigned long long)bi->seed);
+    printf("%lld new tokens per mode, greedy, no eos stop; static cache max_cache_len %lld\n\n",
+           (long long)bi->new_tokens, (long long)bi->max_cache_len);
+
+    printf("%-14s %10s %9s %11s %13s %14s %11s %17s  %s\n", "mode", "new tokens", "total s", "prefill ms",
+           "decode tok/s", "compilations", "compile ms", "vs eager-dynamic", "tokens match");
+    const bench_row *base = eager_dynamic_row(rows, n);
+    for (int i = 0; i < n; i++) {
+        const bench_row *r = &rows[i];
+        char comp[48], sp[24], match[48];
+        if (r->mode->jit)
+            snprintf(comp, sizeof comp, "%lld (%lld+%lld)", (long long)(r->prefill_compilations + r->decode_compilations),
+                     (long long)r->prefill_compilations, (long long)r->decode_compilations);
+        else
+            snprintf(comp, sizeof comp, "0");
+        double s = speedup(r, base);
+        if (isnan(s))
+            snprintf(sp, sizeof sp, "-");
+        else
+            snprintf(sp, sizeof sp, "%.2fx", s);
+        if (i == ref)
+            snprintf(match, sizeof match, "reference");
+        else if (r->compared < r->n_new || r->compared < bi->new_tokens)
+            snprintf(match, sizeof match, "%s (first %lld)", r->tokens_match ? "yes" : "NO", (long long)r->compared);
+        else
+            snprintf(match, sizeof match, "%s", r->tokens_match ? "yes" : "NO");
+        printf("%-14s %10lld %9.3f %11.1f %13.1f %14s %11.1f %17s  %s\n", r->mode->name, (long long)r->n_new,
+               r->total_s, r->prefill_ms, r->decode_tok_s, comp, r->compile_ms, sp, match);
+    }
+    printf("\n");
+    for (int i = 0; i < n; i++)
+        if (rows[i].capped)
+            printf("%s: capped at %lld of %lld new tokens (--baseline-limit %g s reached); its decode tok/s is over "
+                   "those tokens only (it slows down as the sequence grows)\n",
+                   rows[i].mode->name, (long long)rows[i].n_new, (long long)bi->new_tokens, bi->baseline_limit_s);
+    if (agree) {
+        printf("tokens: all modes agree (%lld new tokens", (long long)rows[ref].n_new);
+        for (int i = 0; i < n; i++)
+            if (rows[i].compared < rows[ref].n_new)
+                printf("; %s checked on its first %lld", rows[i].mode->name, (long long)rows[i].compared);
+        printf(")\n");
+    } else {
+        printf("tokens: modes DISAGREE with %s:", rows[ref].mode->name);
+        for (int i = 0; i < n; i++)
+            if (!rows[i].tokens_match) {
+                int64_t k = 0;
+                while (k < rows[i].compared && rows[i].ids[k] == rows[ref].ids[k])
+                    k++;
+                printf(" %s (first difference at new token %lld)", rows[i].mode->name, (long long)k);
+            }
+        printf("\n");
+    }
+}
+
+/* ---- the command -------------------------------------------------------------------- */
+
+static bool parse_modes(const char *list, const bench_mode **modes, int *n)
+{
+    *n = 0;
+    const char *p = list;
+    while (true) {
+        size_t len = strcspn(p, ",");
+        const bench_mode *found = NULL;
+        for (int i = 0; i < N_KNOWN_MODES; i++)
+            if (strlen(known_modes[i].name) == len && strncmp(known_modes[i].name, p, len) == 0)
+                found = &known_modes[i];
+        if (!found) {
+            char known[256] = "";
+            for (int i = 0; i < N_KNOWN_MODES; i++)
+                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                         known_modes[i].name);
+            fprintf(stderr, "txc: unknown mode '%.*s' in --modes (known: %s)\n", (int)len, p, known);
+            return false;
+        }
+        for (int i = 0; i < *n; i++)
+            if (modes[i] == found) {
+                fprintf(stderr, "txc: mode '%s' is listed twice in --modes\n", found->name);
+                return false;
+            }
+        modes[(*n)++] = found;
+        if (!p[len])
+            return true;
+        p += len + 1;
+    }
+}
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static void describe_memory_dtypes(const txc_model *m, char *buf, size_t cap)
+{
+    bool seen[TXC_DTYPE_COUNT] = {0};
+    for (int i = 0; i < txc_model_num_parameters(m); i++) {
+        txc_dtype d = txc_tensor_dtype(txc_model_parameter(m, i));
+        if ((int)d >= 0 && d < TXC_DTYPE_COUNT)
+            seen[d] = true;
+    }
+    buf[0] = 0;
+    for (int d = 0; d < TXC_DTYPE_COUNT; d++)
+        if (seen[d])
+            snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", *buf ? "+" : "", txc_dtype_name((txc_dtype)d));
+}
+
+int txc_cmd_bench(int argc, char **argv)
+{
+    const char *model_dir = NULL, *synthetic = NULL, *dtype_name = NULL, *prompt_text = NULL, *modes_list = NULL;
+    int64_t new_tokens = 256, prompt_tokens = -1, max_cache_len = 0, seed = 0;
+    double baseline_limit = 120;
+    bool json = false;
+    static const struct option longopts[] = {
+        {"model", required_argument, 0, 'm'},        {"synthetic", required_argument, 0, 's'},
+        {"dtype", required_argument, 0, 'd'},        {"seed", required_argument, 0, 'S'},
+        {"new-tokens", required_argument, 0, 'n'},   {"prompt-tokens", required_argument, 0, 'P'},
+        {"prompt", required_argument, 0, 'p'},       {"modes", required_argument, 0, 'M'},
+        {"max-cache-len", required_argument, 0, 'L'}, {"baseline-limit", required_argument, 0, 'B'},
+        {"json", no_argument, 0, 'j'},               {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "m:p:n:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'm': model_dir = optarg; break;
+        case 's': synthetic = optarg; break;
+        case 'd': dtype_name = optarg; break;
+        case 'p': prompt_text = optarg; break;
+        case 'M': modes_list = optarg; break;
+        case 'j': json = true; break;
+        case 'S':
+            if (!parse_int("--seed", optarg, 0, &seed))
+                return EXIT_ERROR;
+            break;
+        case 'n':
+            if (!parse_int("--new-tokens", optarg, 1, &new_tokens))
+                return EXIT_ERROR;
+            break;
+        case 'P':
+            if (!parse_int("--prompt-tokens", optarg, 1, &prompt_tokens))
+                return EXIT_ERROR;
+            break;
+        case 'L':
+            if (!parse_int("--max-cache-len", optarg, 1, &max_cache_len))
+                return EXIT_ERROR;
+            break;
+        case 'B':
+            if (!parse_seconds("--baseline-limit", optarg, &baseline_limit))
+                return EXIT_ERROR;
+            break;
+        case 'h': usage_bench(stdout); return 0;
+        default:
+            fprintf(stderr, "txc: option '%s' is unknown or needs a value (see txc bench --help)\n", argv[optind - 1]);
+            return EXIT_ERROR;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "txc: unexpected argument '%s' (see txc bench --help)\n", argv[optind]);
+        return EXIT_ERROR;
+    }
+    if (!model_dir == !synthetic) {
+        fprintf(stderr, "txc: bench needs exactly one of --model DIR or --synthetic NAME (see txc bench --help)\n");
+        return EXIT_ERROR;
+    }
+    if (synthetic && !txc_synthetic_find(synthetic)) {
+        txc_hf_config unused;
+        txc_clear_error();
+        txc_synthetic_config(synthetic, &unused); /* its message lists the known names */
+        return fail("--synthetic");
+    }
+    txc_dtype dtype = TXC_F32;
+    if (dtype_name) {
+        if (!synthetic) {
+            fprintf(stderr, "txc: --dtype applies to --synthetic models (a folder's weights have their own dtype)\n");
+            return EXIT_ERROR;
+        }
+        if (!txc_dtype_parse(dtype_name, &dtype) || !txc_dtype_is_float(dtype)) {
+            fprintf(stderr, "txc: --dtype expects f32, bf16 or f16, got '%s'\n", dtype_name);
+            return EXIT_ERROR;
+        }
+    }
+    if (prompt_text && synthetic) {
+        fprintf(stderr, "txc: --prompt needs --model (a synthetic model has no tokenizer; use --prompt-tokens N)\n");
+        return EXIT_ERROR;
+    }
+    if (prompt_text && prompt_tokens > 0) {
+        fprintf(stderr, "txc: give --prompt or --prompt-tokens, not both\n");
+        return EXIT_ERROR;
+    }
+    const bench_mode *modes[MAX_MODES];
+    int n_modes = 0;
+    if (modes_list) {
+        if (!parse_modes(modes_list, modes, &n_modes))
+            return EXIT_ERROR;
+    } else {
+        for (int i = 0; i < N_DEFAULT_MODES; i++)
+            modes[n_modes++] = &known_modes[i];
+    }
+    if (model_dir) {
+        struct stat sb;
+        if (stat(model_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "txc: model folder %s does not exist\n", model_dir);
+            return EXIT_ERROR;
+        }
+    }
+
+    bool progress = isatty(STDERR_FILENO);
+    bench_info bi = {.model = model_dir ? model_dir : synthetic, .seed = (uint64_t)seed,
+                     .baseline_limit_s = baseline_limit};
+    txc_model *model = NULL;
+    if (synthetic) {
+        bi.synthetic = txc_synthetic_find(synthetic);
+        bi.model = bi.synthetic->name;
+        if (progress)
+            fprintf(stderr, "bench: generating %s weights (%s)...\n", bi.model, txc_dtype_name(dtype));
+        if (txc_model_synthetic(synthetic, dtype, (uint64_t)seed, NULL, &model) != TXC_OK)
+            return fail(synthetic);
+        bi.file_dtype = txc_dtype_name(dtype);
+    } else {
+        if (txc_model_load(model_dir, NULL, &model) != TXC_OK)
+            return fail(model_dir);
+        const char *td = txc_model_config(model)->torch_dtype;
+        bi.file_dtype = *td ? td : "unknown";
+    }
+    describe_memory_dtypes(model, bi.memory_dtype, sizeof bi.memory_dtype);
+    bi.parameters = txc_model_parameter_count(model);
+    const txc_hf_config *cfg = txc_model_config(model);
+
+    /* The prompt: text through the tokenizer, or deterministic random ids. */
+    int32_t *prompt = NULL;
+    size_t n_prompt = 0;
+    if (model_dir && prompt_tokens < 0) {
+        bi.prompt_is_text = true;
+        bi.prompt_text = prompt_text ? prompt_text : DEFAULT_PROMPT;
+        txc_tokenizer *tok = NULL;
+        if (txc_tokenizer_load(model_dir, &tok) != TXC_OK) {
+            txc_model_free(model);
+            return fail(model_dir);
+        }
+        txc_status s = txc_tokenizer_encode(tok, bi.prompt_text, strlen(bi.prompt_text), true, &prompt, &n_prompt);
+        txc_tokenizer_free(tok);
+        if (s != TXC_OK || n_prompt == 0) {
+            free(prompt);
+            txc_model_free(model);
+            if (s == TXC_OK)
+                fprintf(stderr, "txc: --prompt: the prompt encodes to no tokens\n");
+            return s == TXC_OK ? EXIT_ERROR : fail("--prompt");
+        }
+    } else {
+        n_prompt = (size_t)(prompt_tokens > 0 ? prompt_tokens : 8);
+        prompt = malloc(sizeof(int32_t) * n_prompt);
+        if (!prompt) {
+            txc_model_free(model);
+            fprintf(stderr, "txc: out of memory (prompt)\n");
+            return EXIT_ERROR;
+        }
+        uint64_t key = mix64((uint64_t)seed ^ 0x70726f6d7074ULL); /* "prompt" */
+        for (size_t i = 0; i < n_prompt; i++)
+            prompt[i] = (int32_t)(mix64(key + (i + 1) * 0x9e3779b97f4a7c15ULL) % (uint64_t)cfg->vocab_size);
+    }
+    bi.n_prompt = (int64_t)n_prompt;
+    bi.new_tokens = new_tokens;
+    int64_t need = (int64_t)n_prompt + new_tokens;
+    bi.max_cache_len = max_cache_len > 0 ? max_cache_len : need;
+    if (max_cache_len > 0 && max_cache_len < need) {
+        fprintf(stderr, "txc: --max-cache-len %lld is shorter than the prompt + new tokens (%lld)\n",
+                (long long)max_cache_len, (long long)need);
+        free(prompt);
+        txc_model_free(model);
+        return EXIT_ERROR;
+    }
+    if (need > cfg->max_position_embeddings) {
+        fprintf(stderr, "txc: the prompt + new tokens (%lld) exceed max_position_embeddings %lld\n", (long long)need,
+                (long long)cfg->max_position_embeddings);
+        free(prompt);
+        txc_model_free(model);
+        return EXIT_ERROR;
+    }
+    cpu_model(bi.cpu, sizeof bi.cpu);
+    bi.cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+    bench_row rows[MAX_MODES];
+    memset(rows, 0, sizeof rows);
+    int rc = 0, done = 0;
+    for (int i = 0; i < n_modes; i++) {
+        if (progress)
+            fprintf(stderr, "bench: %s...\n", modes[i]->name);
+        txc_clear_error();
+        if (run_mode(model, modes[i], prompt, (int64_t)n_prompt, new_tokens, max_cache_len, baseline_limit,
+                     &rows[i]) != TXC_OK) {
+            rc = fail(modes[i]->name);
+            break;
+        }
+        done++;
+    }
+    if (rc == 0) {
+        /* The reference: the first row that made every token. */
+        int ref = 0;
+        for (int i = n_modes - 1; i >= 0; i--)
+            if (!rows[i].capped)
+                ref = i;
+        bool agree = true;
+        for (int i = 0; i < n_modes; i++) {
+            int64_t k = rows[i].n_new < rows[ref].n_new ? rows[i].n_new : rows[ref].n_new;
+            rows[i].compared = k;
+            rows[i].tokens_match = memcmp(rows[i].ids, rows[ref].ids, sizeof(int32_t) * (size_t)k) == 0;
+            agree &= rows[i].tokens_match;
+        }
+        if (json)
+            print_json(&bi, rows, n_modes, agree, ref);
+        else
+            print_table(&bi, rows, n_modes, agree, ref);
+        fflush(stdout);
+    }
+    for (int i = 0; i < done; i++)
+        free(rows[i].ids);
+    free(prompt);
+    txc_model_free(model);
+    return rc;
+}

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# End-to-end tests of `txc bench`: the table on the real stories260K, the
+# JSON object on the synthetic stories260k, compilations per mode (jit-static
+# compiles decode once, jit-dynamic once per step), tokens agreeing across
+# modes, and bad input giving one line on stderr and exit status 2. No
+# timing is asserted.
+set -u
+TXC=${TXC_BIN:?set by ctest}
+SHARED=${TXC_SHARED_DIR:?set by ctest}
+MODEL=$SHARED/models/stories260K
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export TXC_SYNTHETIC_DIR=$tmp/syn # the synthetic model's temporary files go here (checked empty)
+mkdir "$tmp/syn"
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok - $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+
+# --- the table on a real model ------------------------------------------------
+"$TXC" bench --model "$MODEL" --new-tokens 32 >"$tmp/table" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 0 ] && [ ! -s "$tmp/err" ]; then ok "bench --model (rc 0, quiet stderr)"; else bad "bench --model: rc $rc $(cat "$tmp/err")"; fi
+grep -q "^model: .*stories260K, 260,032 parameters" "$tmp/table" && ok "header: model" || bad "header: model"
+grep -q "^dtype: float32 weights in the files; in memory: float32" "$tmp/table" && ok "header: dtype" \
+  || bad "header: dtype"
+grep -q "^threads: 1; machine: .*, [0-9]* cores" "$tmp/table" && ok "header: threads, machine" \
+  || bad "header: machine"
+grep -q '^prompt: "Once upon a time" (5 tokens); 32 new tokens per mode' "$tmp/table" && ok "header: prompt" \
+  || bad "header: prompt"
+grep -q "^mode  *new tokens  *total s  *prefill ms  *decode tok/s  *compilations  *compile ms  *vs eager-dynamic  *tokens match" \
+  "$tmp/table" && ok "column header" || bad "column header"
+for mode in eager-none eager-dynamic eager-static jit-static jit-dynamic; do
+  grep -q "^$mode  *32 " "$tmp/table" && ok "row $mode: 32 tokens" || bad "row $mode: $(grep "^$mode" "$tmp/table")"
+done
+grep -q "^eager-dynamic .* 1.00x  yes$" "$tmp/table" && ok "eager-dynamic is the speed-up base" \
+  || bad "speed-up base: $(grep '^eager-dynamic' "$tmp/table")"
+# jit-static: 1 prefill + 1 decode compilation; jit-dynamic: 1 + one per decode step (31).
+grep -q "^jit-static .* 2 (1+1) " "$tmp/table" && ok "jit-static compiles decode once" \
+  || bad "jit-static compilations: $(grep '^jit-static' "$tmp/table")"
+grep -q "^jit-dynamic .* 32 (1+31) " "$tmp/table" && ok "jit-dynamic compiles every step" \
+  || bad "jit-dynamic compilations: $(grep '^jit-dynamic' "$tmp/table")"
+grep -q "^eager-none .* reference$" "$tmp/table" && ok "first row is the reference" || bad "reference row"
+grep -q "^tokens: all modes agree (32 new tokens)$" "$tmp/table" && ok "tokens agree (table)" \
+  || bad "tokens: $(grep '^tokens' "$tmp/table")"
+! grep -q " NO" "$tmp/table" && ok "no row disagrees" || bad "a row disagrees"
+
+# --prompt and --modes
+"$TXC" bench --model "$MODEL" --new-tokens 8 --prompt "Lily and Ben" --modes jit-static,eager-static >"$tmp/t2" 2>&1
+if [ $? -eq 0 ] && grep -q '^prompt: "Lily and Ben"' "$tmp/t2" && [ "$(grep -cE '^(eager|jit)-' "$tmp/t2")" -eq 2 ] \
+  && grep -q "^jit-static .* -  reference$" "$tmp/t2" && grep -q "^eager-static .* -  yes$" "$tmp/t2"; then
+  ok "--prompt, --modes (no eager-dynamic: no speed-up)"
+else
+  bad "--prompt/--modes: $(cat "$tmp/t2")"
+fi
+
+# --- JSON on a synthetic model -------------------------------------------------------
+"$TXC" bench --synthetic stories260k --json --new-tokens 24 >"$tmp/json" 2>"$tmp/err"
+rc=$?
+json=$(cat "$tmp/json")
+if [ $rc -eq 0 ] && [ "$(wc -l <"$tmp/json")" -eq 1 ] && [ "${json:0:1}" = "{" ] && [ "${json: -1}" = "}" ]; then
+  ok "--json: one object on one line"
+else
+  bad "--json: rc $rc: $json $(cat "$tmp/err")"
+fi
+if command -v python3 >/dev/null && python3 -c 'import json,sys; json.load(sys.stdin)' <"$tmp/json" 2>/dev/null; then
+  ok "--json parses (python3)"
+elif ! command -v python3 >/dev/null; then
+  ok "--json parse check skipped (no python3)"
+else
+  bad "--json does not parse"
+fi
+for field in '"model":"stories260k"' '"source":"synthetic"' '"machine":{"cpu":"' '"cores":' '"threads":1' \
+  '"parameters":260032' '"weights_in_memory":"float32"' '"tokens_agree":true' '"prompt_tokens":8' '"new_tokens":24'; do
+  grep -qF "$field" "$tmp/json" && ok "json field $field" || bad "json field $field missing"
+done
+grep -o '{"mode":[^}]*}' "$tmp/json" >"$tmp/rows"
+[ "$(wc -l <"$tmp/rows")" -eq 5 ] && ok "json: 5 rows" || bad "json rows: $(cat "$tmp/rows")"
+while read -r row; do
+  mode=$(sed -E 's/^\{"mode":"([^"]*)".*/\1/' <<<"$row")
+  missing=""
+  for f in new_tokens total_s prefill_ms decode_tok_s compilations compile_ms tokens_match \
+    speedup_vs_eager_dynamic prefill_compilations decode_compilations; do
+    grep -qF "\"$f\":" <<<"$row" || missing="$missing $f"
+  done
+  if [ -z "$missing" ] && grep -qF '"new_tokens":24,' <<<"$row" && grep -qF '"tokens_match":true' <<<"$row"; then
+    ok "json row $mode"
+  else
+    bad "json row $mode (missing:$missing): $row"
+  fi
+done <"$tmp/rows"
+grep '"mode":"jit-static"' "$tmp/rows" | grep -qF '"prefill_compilations":1,"decode_compilations":1,' \
+  && ok "json: jit-static 1 decode compilation" || bad "json jit-static: $(grep jit-static "$tmp/rows")"
+grep '"mode":"jit-dynamic"' "$tmp/rows" | grep -qF '"prefill_compilations":1,"decode_compilations":23,' \
+  && ok "json: jit-dynamic 23 decode compilations (one per step)" || bad "json jit-dynamic: $(grep jit-dynamic "$tmp/rows")"
+grep '"mode":"eager-static"' "$tmp/rows" | grep -qF '"compilations":0,' && ok "json: eager compiles nothing" \
+  || bad "json eager-static compilations"
+[ -z "$(ls -A "$tmp/syn")" ] && ok "synthetic model leaves no temporary files" || bad "left: $(ls -A "$tmp/syn")"
+
+# Synthetic bf16: says what is in memory; the same seed gives the same tokens.
+"$TXC" bench --synthetic stories260k --dtype bf16 --new-tokens 8 --modes eager-static,jit-static >"$tmp/bf" 2>&1
+if [ $? -eq 0 ] && grep -q "^dtype: bfloat16 weights generated; in memory: " "$tmp/bf" \
+  && grep -q "^tokens: all modes agree" "$tmp/bf"; then
+  ok "--dtype bf16"
+else
+  bad "--dtype bf16: $(cat "$tmp/bf")"
+fi
+"$TXC" bench --synthetic stories260k --json --new-tokens 8 --modes jit-static --seed 5 >"$tmp/s1" 2>&1
+"$TXC" bench --synthetic stories260k --json --new-tokens 8 --modes jit-static --seed 5 >"$tmp/s2" 2>&1
+"$TXC" bench --synthetic stories260k --json --new-tokens 8 --modes jit-static --seed 6 >"$tmp/s3" 2>&1
+ids() { grep -o '"reference_ids":\[[0-9,]*\]' "$1"; }
+if [ -n "$(ids "$tmp/s1")" ] && [ "$(ids "$tmp/s1")" = "$(ids "$tmp/s2")" ] && [ "$(ids "$tmp/s1")" != "$(ids "$tmp/s3")" ]; then
+  ok "--seed: same seed, same tokens; another seed, other tokens"
+else
+  bad "--seed: $(ids "$tmp/s1") / $(ids "$tmp/s2") / $(ids "$tmp/s3")"
+fi
+"$TXC" bench --synthetic Qwen/Qwen2.5-0.5B --help >/dev/null 2>&1 && ok "--help" || bad "--help"
+
+# The baseline limit: eager-none stops early (after at least 2 tokens) and says so.
+"$TXC" bench --synthetic stories260k --new-tokens 500 --baseline-limit 0.001 --modes eager-none,jit-static \
+  >"$tmp/limit" 2>&1
+if [ $? -eq 0 ] && grep -q "^eager-none: capped at [0-9]* of 500 new tokens (--baseline-limit 0.001 s reached)" "$tmp/limit" \
+  && grep -q "^jit-static  *500 .* reference$" "$tmp/limit" && grep -q "^eager-none .* yes (first [0-9]*)$" "$tmp/limit" \
+  && grep -q "^tokens: all modes agree (500 new tokens; eager-none checked on its first [0-9]*)$" "$tmp/limit"; then
+  ok "--baseline-limit: eager-none capped, compared on its prefix"
+else
+  bad "--baseline-limit: $(cat "$tmp/limit")"
+fi
+"$TXC" bench --synthetic stories260k --new-tokens 40 --baseline-limit 0 --modes eager-none,jit-static \
+  >"$tmp/nolimit" 2>&1 && grep -q "^eager-none  *40 .* reference$" "$tmp/nolimit" && ! grep -q capped "$tmp/nolimit" \
+  && ok "--baseline-limit 0: no cap" || bad "--baseline-limit 0: $(cat "$tmp/nolimit")"
+
+# --- bad input: one line on stderr, exit status 2 ------------------------------------
+expect_error() { # name, needle, command...
+  local name=$1 needle=$2
+  shift 2
+  "$@" >"$tmp/o" 2>"$tmp/e"
+  local rc=$? lines
+  lines=$(wc -l <"$tmp/e")
+  if [ $rc -eq 2 ] && [ "$lines" -eq 1 ] && grep -q -- "$needle" "$tmp/e" && [ ! -s "$tmp/o" ]; then
+    ok "$name"
+  else
+    bad "$name: rc $rc, $lines lines: $(cat "$tmp/e")"
+  fi
+}
+expect_error "unknown synthetic name lists the known ones" \
+  "unknown synthetic model 'gpt-9' (known: smollm2-135m, qwen2.5-0.5b, llama-3.2-1b, stories260k)" \
+  "$TXC" bench --synthetic gpt-9
+expect_error "unknown mode" "unknown mode 'jit-fast' in --modes (known: eager-none, " \
+  "$TXC" bench --synthetic stories260k --modes jit-static,jit-fast
+expect_error "mode twice" "listed twice" "$TXC" bench --synthetic stories260k --modes jit-static,jit-static
+expect_error "empty mode" "unknown mode ''" "$TXC" bench --synthetic stories260k --modes jit-static,
+expect_error "bad --new-tokens" "--new-tokens expects an integer >= 1, got 'ten'" \
+  "$TXC" bench --synthetic stories260k --new-tokens ten
+expect_error "zero --new-tokens" "--new-tokens expects an integer >= 1" \
+  "$TXC" bench --synthetic stories260k --new-tokens 0
+expect_error "bad --prompt-tokens" "--prompt-tokens expects" "$TXC" bench --synthetic stories260k --prompt-tokens -3
+expect_error "bad --baseline-limit" "--baseline-limit expects a number of seconds >= 0, got '-1'" \
+  "$TXC" bench --synthetic stories260k --baseline-limit -1
+expect_error "bad --max-cache-len" "--max-cache-len expects" "$TXC" bench --synthetic stories260k --max-cache-len 1x
+expect_error "short --max-cache-len" "is shorter than the prompt + new tokens" \
+  "$TXC" bench --synthetic stories260k --new-tokens 32 --max-cache-len 10
+expect_error "past max_position_embeddings" "exceed max_position_embeddings 512" \
+  "$TXC" bench --synthetic stories260k --new-tokens 600
+expect_error "bad --dtype" "--dtype expects f32, bf16 or f16, got 'int8'" \
+  "$TXC" bench --synthetic stories260k --dtype int8
+expect_error "--dtype with --model" "--dtype applies to --synthetic" "$TXC" bench --model "$MODEL" --dtype bf16
+expect_error "--prompt with --synthetic" "--prompt needs --model" "$TXC" bench --synthetic stories260k --prompt hi
+expect_error "neither model nor synthetic" "exactly one of --model DIR or --synthetic NAME" "$TXC" bench
+expect_error "both model and synthetic" "exactly one of" "$TXC" bench --model "$MODEL" --synthetic stories260k
+expect_error "missing folder" "does not exist" "$TXC" bench --model "$tmp/no-such-model"
+expect_error "unknown option" "option '--fast' is unknown" "$TXC" bench --synthetic stories260k --fast
+expect_error "stray argument" "unexpected argument 'extra'" "$TXC" bench --synthetic stories260k extra
+mkdir "$tmp/empty"
+expect_error "folder without a model" "config.json" "$TXC" bench --model "$tmp/empty"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
