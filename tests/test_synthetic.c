@@ -269,6 +269,16 @@ static void test_smollm2(void **state)
     txc_tensor *k = txc_model_parameter(m, 3);
     assert_int_equal(txc_tensor_size(k, 0), 192);
     assert_int_equal(txc_model_config(m)->num_hidden_layers, 30);
+    /* Filled in pieces of 2^20 elements by several threads: the values are
+     * still txc_synthetic_fill's, across piece boundaries and at the end. */
+    const float *emb = txc_tensor_data_ptr(txc_model_parameter(m, 0));
+    int64_t n_emb = txc_tensor_numel(txc_model_parameter(m, 0));
+    const uint64_t at[] = {0, (1u << 20) - 2, 5 * (1u << 20) - 3, (uint64_t)n_emb - 4};
+    for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+        float want[4];
+        txc_synthetic_fill(0, "model.embed_tokens.weight", 1.0 / 24, at[i], want, 4);
+        assert_memory_equal(emb + at[i], want, sizeof want);
+    }
     txc_model_free(m);
 }
 

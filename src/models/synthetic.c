@@ -9,6 +9,8 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,12 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+
+#ifdef MAP_POPULATE
+#define MAP_POPULATE_IF_ANY MAP_POPULATE /* map the reserved pages at once, not one fault per page */
+#else
+#define MAP_POPULATE_IF_ANY 0
+#endif
 
 /* ---- the configs (the checkpoints' config.json) ---------------------------- */
 
@@ -210,17 +218,18 @@ void txc_synthetic_fill(uint64_t seed, const char *tensor_name, double std, uint
     }
 }
 
-/* Write tensor t's values as `dtype` at dst. */
-static void fill_tensor(const syn_tensor *t, uint64_t seed, double std, txc_dtype dtype, void *dst)
+/* Write elements [first, first + n) of tensor t as `dtype` at dst (the
+ * tensor's start). */
+static void fill_range(const syn_tensor *t, uint64_t seed, double std, txc_dtype dtype, void *dst, uint64_t first,
+                       uint64_t n)
 {
-    uint64_t n = (uint64_t)numel(t);
     if (dtype == TXC_F32) {
-        float *f = dst;
+        float *f = (float *)dst + first;
         if (t->ones)
             for (uint64_t i = 0; i < n; i++)
                 f[i] = 1.0f;
         else
-            txc_synthetic_fill(seed, t->name, std, 0, f, n);
+            txc_synthetic_fill(seed, t->name, std, first, f, n);
         return;
     }
     enum { CHUNK = 8192 };
@@ -231,9 +240,74 @@ static void fill_tensor(const syn_tensor *t, uint64_t seed, double std, txc_dtyp
             for (uint64_t i = 0; i < k; i++)
                 buf[i] = 1.0f;
         else
-            txc_synthetic_fill(seed, t->name, std, at, buf, k);
-        txc_dtype_convert(TXC_F32, buf, dtype, (char *)dst + at * 2, (size_t)k);
+            txc_synthetic_fill(seed, t->name, std, first + at, buf, k);
+        txc_dtype_convert(TXC_F32, buf, dtype, (char *)dst + (first + at) * 2, (size_t)k);
     }
+}
+
+/* Filling every tensor, in pieces of at most PIECE elements taken by up to
+ * MAX_FILLERS threads (the values do not depend on who computes them). */
+#define PIECE ((uint64_t)1 << 20)
+#define MAX_FILLERS 16
+
+typedef struct fill_job {
+    const syn_tensor *t;
+    int n;
+    uint64_t seed;
+    double std;
+    txc_dtype dtype;
+    unsigned char *data;
+    uint64_t n_pieces;
+    uint64_t *piece_start; /* first piece of tensor i (n + 1 entries) */
+    atomic_uint_fast64_t next;
+} fill_job;
+
+static void *filler(void *arg)
+{
+    fill_job *j = arg;
+    int ti = 0;
+    for (;;) {
+        uint64_t p = atomic_fetch_add(&j->next, 1);
+        if (p >= j->n_pieces)
+            return NULL;
+        while (j->piece_start[ti + 1] <= p)
+            ti++;
+        while (j->piece_start[ti] > p)
+            ti--;
+        const syn_tensor *t = &j->t[ti];
+        uint64_t first = (p - j->piece_start[ti]) * PIECE, total = (uint64_t)numel(t);
+        uint64_t cnt = total - first < PIECE ? total - first : PIECE;
+        fill_range(t, j->seed, j->std, j->dtype, j->data + t->offset, first, cnt);
+    }
+}
+
+static txc_status fill_all(const syn_tensor *t, int n, uint64_t seed, double std, txc_dtype dtype,
+                           unsigned char *data)
+{
+    fill_job j = {.t = t, .n = n, .seed = seed, .std = std, .dtype = dtype, .data = data};
+    j.piece_start = malloc(sizeof(uint64_t) * ((size_t)n + 1));
+    if (!j.piece_start)
+        return txc_error(TXC_ERR_NOMEM, "out of memory (synthetic model)");
+    for (int i = 0; i < n; i++) {
+        j.piece_start[i] = j.n_pieces;
+        j.n_pieces += ((uint64_t)numel(&t[i]) + PIECE - 1) / PIECE;
+    }
+    j.piece_start[n] = j.n_pieces;
+    atomic_init(&j.next, 0);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int n_threads = cores < 1 ? 1 : cores > MAX_FILLERS ? MAX_FILLERS : (int)cores;
+    if ((uint64_t)n_threads > j.n_pieces)
+        n_threads = (int)(j.n_pieces ? j.n_pieces : 1);
+    pthread_t th[MAX_FILLERS];
+    int started = 0;
+    for (int i = 1; i < n_threads; i++)
+        if (pthread_create(&th[started], NULL, filler, &j) == 0)
+            started++;
+    filler(&j); /* this thread too; without helpers it does everything */
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    free(j.piece_start);
+    return TXC_OK;
 }
 
 /* ---- the temporary folder ---------------------------------------------------------- */
@@ -415,18 +489,18 @@ txc_status txc_model_synthetic(const char *name, txc_dtype dtype, uint64_t seed,
             s = txc_error(TXC_ERR_IO, "synthetic model: cannot allocate %.1f GiB in %s: %s",
                           (double)file_size / (1u << 30), dir, strerror(err));
     }
-    if (s == TXC_OK && (map = mmap(NULL, (size_t)file_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
+    if (s == TXC_OK && (map = mmap(NULL, (size_t)file_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE_IF_ANY, fd, 0)) ==
+                            MAP_FAILED)
         s = txc_error(TXC_ERR_IO, "synthetic model: cannot map %s: %s", path, strerror(errno));
     if (s == TXC_OK) {
         for (int i = 0; i < 8; i++)
             map[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
         memcpy(map + 8, header, hlen);
-        unsigned char *data = map + 8 + hlen;
-        for (int i = 0; i < n; i++)
-            fill_tensor(&t[i], seed, e->info.initializer_range, dtype, data + t[i].offset);
+        s = fill_all(t, n, seed, e->info.initializer_range, dtype, map + 8 + hlen);
         munmap(map, (size_t)file_size);
         txc_model_options opts = {.env = env};
-        s = txc_model_load(dir, &opts, out);
+        if (s == TXC_OK)
+            s = txc_model_load(dir, &opts, out);
     }
     if (fd >= 0)
         close(fd); /* the loader's mapping keeps the (unnamed) file alive */
