@@ -260,9 +260,6 @@ static int member_of(const txc_graph *g, const int *members, int n_members, int 
 }
 
 typedef struct sched {
-    const txc_graph *g;
-    const int *members;
-    int n_members;
     int kids[FUSE_MAX_NODES][2], n_kids[FUSE_MAX_NODES];
     int need[FUSE_MAX_NODES]; /* registers to evaluate the subtree */
     int order[FUSE_MAX_NODES], n_order;
@@ -291,7 +288,7 @@ static void emit(sched *S, int k)
 static txc_fused *compile_group(const txc_graph *g, const group *G, const int *members, int n_members,
                                 const int *opcode)
 {
-    sched S = {.g = g, .members = members, .n_members = n_members};
+    sched S = {.n_order = 0};
     for (int k = 0; k < n_members; k++) {
         const txc_node *n = &g->nodes[members[k]];
         S.n_kids[k] = 0;
