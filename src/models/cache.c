@@ -213,7 +213,12 @@ typedef struct cache_aux {
 static txc_status cache_flatten(const void *obj, txc_tensor **leaves, int max, int *n, void *aux, size_t *aux_len)
 {
     const txc_kv_cache *c = obj;
-    cache_aux a = {(int32_t)c->kind, c->num_layers, c->max_cache_len, c->keys[0] != NULL};
+    cache_aux a;
+    memset(&a, 0, sizeof a); /* padding bytes too: aux is hashed into the plan key */
+    a.kind = (int32_t)c->kind;
+    a.num_layers = c->num_layers;
+    a.max_cache_len = c->max_cache_len;
+    a.has_data = c->keys[0] != NULL;
     memcpy(aux, &a, sizeof a);
     *aux_len = sizeof a;
     *n = 0;
