@@ -338,6 +338,48 @@ static void test_bad_folders(void **state)
     tu_rm_rf(dir);
 }
 
+/* A safetensors header not padded to the dtype's alignment (legal; some
+ * writers do it) misaligns every tensor: the loader copies them and the
+ * model generates the reference tokens all the same. */
+static void test_unaligned_weights(void **state)
+{
+    (void)state;
+    char *dir = copy_model();
+    size_t n;
+    char *data = tu_read_file(tu_path("%s/model.safetensors", dir), &n);
+    uint64_t hlen;
+    memcpy(&hlen, data, 8);
+    char *out = malloc(n + 1);
+    uint64_t hlen1 = hlen + 1;
+    memcpy(out, &hlen1, 8);
+    memcpy(out + 8, data + 8, (size_t)hlen);
+    out[8 + hlen] = ' '; /* one more byte of header: data at an odd offset */
+    memcpy(out + 9 + hlen, data + 8 + hlen, n - 8 - (size_t)hlen);
+    assert_int_equal(tu_write_file(tu_path("%s/model.safetensors", dir), out, n + 1), 0);
+    free(out);
+    free(data);
+    txc_model *m = NULL;
+    assert_int_equal(txc_model_load(dir, NULL, &m), TXC_OK);
+    assert_int_equal(txc_storage_get_kind(txc_array_storage(txc_tensor_array(txc_model_parameter(m, 0)))),
+                     TXC_STORAGE_OWNED);
+    cJSON *ref = load_reference();
+    const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(ref, "cases"), 1);
+    int64_t n_in, n_new;
+    int32_t *in = json_ids(cJSON_GetObjectItem(c, "input_ids"), &n_in);
+    int32_t *want = json_ids(cJSON_GetObjectItem(c, "new_ids"), &n_new);
+    txc_generate_options o = txc_generate_default_options(m, dir);
+    o.max_new_tokens = 32;
+    txc_generate_result r;
+    assert_int_equal(txc_generate(m, in, n_in, &o, &r), TXC_OK);
+    assert_memory_equal(r.new_ids, want, sizeof(int32_t) * 32);
+    txc_generate_result_free(&r);
+    free(in);
+    free(want);
+    cJSON_Delete(ref);
+    txc_model_free(m);
+    tu_rm_rf(dir);
+}
+
 static void test_prompt_too_long(void **state)
 {
     (void)state;
@@ -370,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_reference_jit_dynamic),  cmocka_unit_test(test_bad_folders),
         cmocka_unit_test(test_prompt_too_long), cmocka_unit_test(test_causal_attention),
         cmocka_unit_test(test_static_cache_overflow), cmocka_unit_test(test_prefill_buckets),
+        cmocka_unit_test(test_unaligned_weights),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,8 +32,9 @@
  *     tensor is not in the named shard, a shard name that leaves the
  *     directory ("/..." or "..");
  *   - TXC_ERR_UNSUPPORTED: a valid safetensors dtype txc does not handle
- *     ("F64", "I8", "U8", "F8_E4M3", ...), or data not aligned for its dtype
- *     (only possible when a writer did not pad the header to 8 bytes).
+ *     ("F64", "I8", "U8", "F8_E4M3", ...).
+ * Data not aligned for its dtype (a writer that did not pad the header to 8
+ * bytes) is accepted and marked `aligned = false`: use it through a copy.
  * Lenient where the crate is strict (the crate demands that the tensors
  * tile the data section exactly): gaps between tensors and bytes after the
  * last one are accepted. Tensors of a shard file that the weight_map does
@@ -64,6 +65,7 @@ typedef struct txc_st_tensor {
     size_t byte_offset;        /* offset of the data inside that storage (absolute, in the file) */
     size_t nbytes;             /* numel * txc_dtype_size(dtype) */
     const void *data;          /* storage base + byte_offset (read-only memory) */
+    bool aligned;              /* data is aligned for its dtype (else: copy before use) */
     int shard;                 /* index of the file it came from (0 for a single file;
                                   shards are numbered in sorted file-name order) */
 } txc_st_tensor;

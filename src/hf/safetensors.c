@@ -228,11 +228,10 @@ static txc_status parse_entry(const char *path, const cJSON *e, const uint8_t *b
                          (uint64_t)numel > UINT64_MAX / dsize ? UINT64_MAX : (uint64_t)numel * dsize);
     }
     uint64_t abs_off = data_start + begin;
-    if (have > 0 && abs_off % dsize != 0)
-        return txc_error(TXC_ERR_UNSUPPORTED,
-                         "%s: tensor '%s' data at file offset %" PRIu64
-                         " is not aligned to %zu bytes for %s (header not padded to 8 bytes)",
-                         path, name, abs_off, dsize, dt->valuestring);
+    /* The format does not require alignment (writers that do not pad the
+     * header to 8 bytes exist): such a tensor is marked, and its users copy
+     * it instead of using it in place. */
+    t->aligned = have == 0 || abs_off % dsize == 0;
     t->byte_offset = (size_t)abs_off;
     t->nbytes = (size_t)have;
     t->data = base + abs_off;

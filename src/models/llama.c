@@ -92,7 +92,12 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
     if (!txc_dtype_is_float(t->dtype))
         return txc_error(TXC_ERR_UNSUPPORTED, "model.safetensors: tensor '%s' has dtype %s (expected a float dtype)",
                          name, txc_dtype_name(t->dtype));
-    txc_array *arr = txc_array_from_storage(t->storage, t->byte_offset, t->dtype, t->ndim, t->shape);
+    txc_array *arr;
+    if (t->aligned) { /* in place, zero copy */
+        arr = txc_array_from_storage(t->storage, t->byte_offset, t->dtype, t->ndim, t->shape);
+    } else if ((arr = txc_array_new(txc_env_device(m->env), t->dtype, t->ndim, t->shape))) {
+        memcpy(txc_array_data(arr), t->data, t->nbytes); /* unaligned in the file: a copy */
+    }
     if (!arr)
         return txc_last_status();
     txc_tensor *w = txc_tensor_wrap(m->env, arr);
@@ -215,6 +220,14 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
         s = txc_safetensors_open(dir, &st);
     if (s == TXC_OK) {
         m->qkv_bias = m->config.attention_bias || strcmp(m->config.model_type, "qwen2") == 0;
+        /* Each layer has 9 tensors at least: a layer count the file cannot
+         * hold is a disagreement, reported before sizing anything by it. */
+        if (m->config.num_hidden_layers > txc_safetensors_count(st) / 9 + 1)
+            s = txc_error(TXC_ERR_FORMAT, "config.json: num_hidden_layers %lld, but model.safetensors has only %d "
+                                          "tensors", (long long)m->config.num_hidden_layers,
+                          txc_safetensors_count(st));
+    }
+    if (s == TXC_OK) {
         size_t max_params = 3 + (size_t)m->config.num_hidden_layers * P_LAYER_COUNT;
         m->params = calloc(max_params, sizeof *m->params);
         m->layers = calloc((size_t)m->config.num_hidden_layers, sizeof *m->layers);
