@@ -9,7 +9,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 total_pass=0 total_fail=0
 for variant in normal asan; do
   if [ "$variant" = normal ]; then dir=build; flags=(-DTXC_SANITIZE=OFF)
-  else dir=build-asan; flags=(-DTXC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug); fi
+  else dir=build-asan; flags=(-DTXC_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo); fi
   echo "== $variant build ($dir) =="
   cmake -S . -B "$dir" "${flags[@]}" >/dev/null || exit 1
   cmake --build "$dir" -j "$jobs" >/dev/null || { cmake --build "$dir" 2>&1 | tail -50; exit 1; }
