@@ -211,6 +211,38 @@ txc_tensor *txc_scaled_dot_product_attention(txc_tensor *q, txc_tensor *k, txc_t
 txc_tensor *txc_causal_attention(txc_tensor *q, txc_tensor *k, txc_tensor *v, txc_tensor *cache_position,
                                  double scale);
 
+/* ---- sampling ---------------------------------------------------------------- */
+
+/* Random numbers come from an explicit state, an int64 tensor (2) =
+ * [seed, counter] (jax.random's keys, not torch's hidden generator): the
+ * numbers are a pure function of (seed, counter + i) (splitmix64), so eager
+ * code and a compiled plan that take the same state draw the same numbers.
+ * The state is advanced in place (txc_rng_advance_), which a compiled plan
+ * keeps as a write into its input (donation, like the StaticCache). */
+
+/* A new state [seed, 0] (caller-owned, or the open scope's). */
+txc_tensor *txc_rng_state(txc_env *env, uint64_t seed);
+/* txc::rng_uniform: n float32 uniforms in [0, 1) (24 random bits each) at
+ * counters counter .. counter + n - 1. Does not change the state. */
+txc_tensor *txc_rng_uniform(txc_tensor *rng_state, int64_t n);
+/* txc::rng_advance_: counter += n, in place (the state must be contiguous
+ * and writable). */
+txc_status txc_rng_advance_(txc_tensor *rng_state, int64_t n);
+/* txc::sample: the next token, int64 (1), from logits (V) or (1, V) (any
+ * float dtype, already processed: repetition penalty, temperature) and u,
+ * float32 (1) in [0, 1). transformers' warpers in transformers' order, each
+ * on the survivors of the one before, keeping at least one token:
+ *   top_k > 0:  keep the scores >= the k-th largest (TopKLogitsWarper);
+ *   top_p < 1:  keep the smallest set of most probable tokens whose
+ *               probability sums to >= top_p (TopPLogitsWarper);
+ *   min_p > 0:  keep the tokens with prob >= min_p * max prob (MinPLogitsWarper);
+ * then softmax over the survivors and an inverse-CDF draw: the first kept
+ * token, in vocabulary order, whose cumulative probability exceeds u. The
+ * distribution is torch.multinomial's; its random stream is not reproduced.
+ * top_k >= 0 (0: off), top_p and min_p in [0, 1]; logits that are all -inf
+ * or NaN are TXC_ERR_INVALID at run time. */
+txc_tensor *txc_sample(txc_tensor *logits, txc_tensor *u, int64_t top_k, double top_p, double min_p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -516,3 +516,47 @@ txc_tensor *txc_causal_attention(txc_tensor *q, txc_tensor *k, txc_tensor *v, tx
     a.flags = TXC_ATTR_POSITIONS;
     CALL(TXC_OP_CAUSAL_ATTENTION, q, k, v, cache_position);
 }
+
+/* ---- sampling ------------------------------------------------------------------ */
+
+txc_tensor *txc_rng_state(txc_env *env, uint64_t seed)
+{
+    int64_t shape = 2, v[2] = {(int64_t)seed, 0};
+    return txc_tensor_from_data(env ? env : txc_env_active(), TXC_I64, 1, &shape, v);
+}
+
+txc_tensor *txc_rng_uniform(txc_tensor *rng_state, int64_t n)
+{
+    txc_op_attrs a = {0};
+    a.n_ints = 1;
+    a.ints[0] = n;
+    CALL(TXC_OP_RNG_UNIFORM, rng_state);
+}
+
+txc_status txc_rng_advance_(txc_tensor *rng_state, int64_t n)
+{
+    txc_op_attrs a = {0};
+    a.n_ints = 1;
+    a.ints[0] = n;
+    a.flags = TXC_ATTR_INPLACE;
+    if (!rng_state)
+        return txc_error(TXC_ERR_INVALID, "txc::rng_advance_: NULL state");
+    txc_env *env = rng_state->env;
+    txc_tensor *r = txc_dispatch(TXC_OP_RNG_ADVANCE, NULL, &rng_state, 1, &a);
+    if (!r)
+        return txc_last_status() != TXC_OK ? txc_last_status() : TXC_ERR_INTERNAL;
+    /* r is the state retained: drop that reference unless a scope owns it. */
+    if (env->n_scopes == 0)
+        txc_tensor_release(r);
+    return TXC_OK;
+}
+
+txc_tensor *txc_sample(txc_tensor *logits, txc_tensor *u, int64_t top_k, double top_p, double min_p)
+{
+    txc_op_attrs a = {0};
+    a.n_ints = 1;
+    a.ints[0] = top_k;
+    a.f[0] = top_p;
+    a.f[1] = min_p;
+    CALL(TXC_OP_SAMPLE, logits, u);
+}

@@ -21,6 +21,7 @@ static const char *const op_names[] = {
     "aten::matmul", "aten::linear", "aten::embedding", "aten::rms_norm", "aten::layer_norm",
     "aten::cat", "aten::stack", "aten::index_select", "aten::index_copy", "aten::tril",
     "aten::triu", "aten::scaled_dot_product_attention", "txc::causal_attention",
+    "txc::rng_uniform", "txc::rng_advance", "txc::sample",
 };
 _Static_assert(sizeof op_names / sizeof op_names[0] == TXC_OP_COUNT,
                "every op needs a name: update op_names with txc_op_id");
@@ -36,6 +37,7 @@ static void init_table(void)
     txc_ops_register_linalg(table);
     txc_ops_register_nn(table);
     txc_ops_register_attention(table);
+    txc_ops_register_sample(table);
     for (int i = 0; i < TXC_OP_COUNT; i++)
         table[i].name = op_names[i];
 }

@@ -47,6 +47,8 @@ typedef enum txc_op_id {
     TXC_OP_MATMUL, TXC_OP_LINEAR, TXC_OP_EMBEDDING, TXC_OP_RMS_NORM, TXC_OP_LAYER_NORM,
     TXC_OP_CAT, TXC_OP_STACK, TXC_OP_INDEX_SELECT, TXC_OP_INDEX_COPY, TXC_OP_TRIL,
     TXC_OP_TRIU, TXC_OP_SDPA, TXC_OP_CAUSAL_ATTENTION,
+    /* sampling (sample.c) */
+    TXC_OP_RNG_UNIFORM, TXC_OP_RNG_ADVANCE, TXC_OP_SAMPLE,
     TXC_OP_COUNT
 } txc_op_id;
 
@@ -115,6 +117,7 @@ void txc_ops_register_reduce(txc_op_def *table);
 void txc_ops_register_linalg(txc_op_def *table);
 void txc_ops_register_nn(txc_op_def *table);
 void txc_ops_register_attention(txc_op_def *table);
+void txc_ops_register_sample(txc_op_def *table);
 
 /* ---- helpers for inference and kernels (ops/util.c) --------------------- */
 
