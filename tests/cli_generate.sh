@@ -98,5 +98,56 @@ expect_error "unknown option" "--frobnicate" "$TXC" generate --model "$MODEL" --
 expect_error "missing option value" "max-new-tokens" "$TXC" generate --model "$MODEL" --max-new-tokens
 expect_error "stray argument" "unexpected argument" "$TXC" generate --model "$MODEL" "Once upon"
 
+# --- sampling, repetition penalty, stop strings ---------------------------------
+gen() { "$TXC" generate --model "$MODEL" --prompt "Once upon a time" --max-new-tokens 40 "$@" 2>"$tmp/serr"; }
+gen --do-sample --seed 1 >"$tmp/s1a" && gen --do-sample --seed 1 >"$tmp/s1b" && [ -s "$tmp/s1a" ] \
+  && cmp -s "$tmp/s1a" "$tmp/s1b" && ok "--do-sample --seed 1 twice: the same text" \
+  || bad "--do-sample --seed 1 twice: $(cat "$tmp/s1a") / $(cat "$tmp/s1b") $(cat "$tmp/serr")"
+gen --do-sample --seed 1 --no-jit >"$tmp/s1e" && cmp -s "$tmp/s1a" "$tmp/s1e" \
+  && ok "--seed 1: eager = compiled" || bad "--seed 1 eager: $(cat "$tmp/s1e") vs $(cat "$tmp/s1a")"
+gen --do-sample --seed 2 >"$tmp/s2" && ! cmp -s "$tmp/s1a" "$tmp/s2" && ok "--seed 1 vs --seed 2 differ" \
+  || bad "--seed 2 gave the text of --seed 1: $(cat "$tmp/s2")"
+gen >"$tmp/greedy" && ! cmp -s "$tmp/s1a" "$tmp/greedy" && ok "sampling differs from greedy" \
+  || bad "sampling = greedy: $(cat "$tmp/greedy")"
+gen --seed 1 --temperature 0.5 >"$tmp/g2" && cmp -s "$tmp/greedy" "$tmp/g2" \
+  && ok "--temperature without --do-sample stays greedy (transformers)" || bad "--temperature alone: $(cat "$tmp/g2")"
+gen --do-sample --seed 5 --temperature 0.8 --top-k 40 --top-p 0.9 --min-p 0.05 --verbose >"$tmp/mix" \
+  && grep -q "^sampling: seed 5, temperature 0.8, top_k 40, top_p 0.9, min_p 0.05" "$tmp/serr" \
+  && grep -q "^jit: 1 prefill + 1 decode compilations" "$tmp/serr" && ok "sampling flags, one decode plan" \
+  || bad "sampling flags: $(cat "$tmp/serr")"
+gen --repetition-penalty 1.5 >"$tmp/pen" && ! cmp -s "$tmp/greedy" "$tmp/pen" && ok "--repetition-penalty" \
+  || bad "--repetition-penalty changed nothing: $(cat "$tmp/pen")"
+gen --max-new-tokens 60 --stop "Lily" --verbose >"$tmp/stop" && [ "$(cat "$tmp/stop")" = ", there was a little girl named " ] \
+  && grep -q "^stop: stop string" "$tmp/serr" && ok "--stop: stops and trims" \
+  || bad "--stop: '$(cat "$tmp/stop")' $(cat "$tmp/serr")"
+gen --max-new-tokens 60 --stop "zzz" --stop "park" --stop "girl" >"$tmp/stop2" \
+  && [ "$(cat "$tmp/stop2")" = ", there was a little " ] && ok "--stop repeated: the first one in the text" \
+  || bad "--stop repeated: '$(cat "$tmp/stop2")'"
+gen --stop "no such text anywhere" >"$tmp/stop3" && cmp -s "$tmp/greedy" "$tmp/stop3" \
+  && ok "--stop never met: the whole text" || bad "--stop never met: '$(cat "$tmp/stop3")'"
+gen --stop "named Lily. She loved to dance" >"$tmp/stop4" && cmp -s "$tmp/greedy" "$tmp/stop4" \
+  && ok "--stop begun but not met: the held text is printed" || bad "--stop begun: '$(cat "$tmp/stop4")'"
+gen --stop "named Lily. She" >"$tmp/stop5" && [ "$(cat "$tmp/stop5")" = ", there was a little girl " ] \
+  && ok "--stop across tokens" || bad "--stop across tokens: '$(cat "$tmp/stop5")'"
+# generation_config.json decides by default; flags override it
+copy_model
+printf '{"bos_token_id": 1, "eos_token_id": [1, 2], "do_sample": true, "temperature": 0.9, "top_k": 30}\n' \
+  >"$tmp/m/generation_config.json"
+"$TXC" generate --model "$tmp/m" --prompt "Once upon a time" --max-new-tokens 40 --seed 3 >"$tmp/gc1" 2>&1 \
+  && "$TXC" generate --model "$tmp/m" --prompt "Once upon a time" --max-new-tokens 40 --seed 3 >"$tmp/gc2" 2>&1 \
+  && cmp -s "$tmp/gc1" "$tmp/gc2" && ! cmp -s "$tmp/gc1" "$tmp/greedy" \
+  && ok "generation_config.json do_sample: samples, seeded" || bad "generation_config do_sample: $(cat "$tmp/gc1")"
+"$TXC" generate --model "$tmp/m" --prompt "Once upon a time" --max-new-tokens 40 --greedy >"$tmp/gc3" 2>&1 \
+  && cmp -s "$tmp/gc3" "$tmp/greedy" && ok "--greedy overrides generation_config.json" \
+  || bad "--greedy: $(cat "$tmp/gc3")"
+expect_error "bad --temperature" "temperature" "$TXC" generate --model "$MODEL" --do-sample --temperature -1
+expect_error "zero --temperature" "temperature" "$TXC" generate --model "$MODEL" --do-sample --temperature 0
+expect_error "bad --top-p" "top-p" "$TXC" generate --model "$MODEL" --top-p 1.5
+expect_error "bad --top-k" "top-k" "$TXC" generate --model "$MODEL" --top-k -2
+expect_error "bad --min-p" "min-p" "$TXC" generate --model "$MODEL" --min-p nan
+expect_error "bad --repetition-penalty" "repetition-penalty" "$TXC" generate --model "$MODEL" --repetition-penalty 0
+expect_error "bad --seed" "seed" "$TXC" generate --model "$MODEL" --seed -1
+expect_error "empty --stop" "stop" "$TXC" generate --model "$MODEL" --stop ""
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

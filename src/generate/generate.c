@@ -1,9 +1,11 @@
-/* Greedy generation: no cache, a DynamicCache or a StaticCache, each eager
- * or compiled (txc/jit.h). See include/txc/generate.h. */
+/* Generation (greedy or sampled): no cache, a DynamicCache or a
+ * StaticCache, each eager or compiled (txc/jit.h). See
+ * include/txc/generate.h. */
 #include "txc/generate.h"
 #include "txc/ops.h"
 #include "txc/tree.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,32 +23,136 @@ txc_generate_options txc_generate_default_options(const txc_model *model, const 
     const txc_hf_config *c = txc_model_config(model);
     txc_generation_config g;
     txc_status saved = txc_last_status();
-    if (model_dir && txc_generation_config_load(model_dir, &g) == TXC_OK && g.present && g.n_eos > 0) {
-        o.n_eos = g.n_eos < TXC_MAX_EOS_IDS ? g.n_eos : TXC_MAX_EOS_IDS;
-        memcpy(o.eos_token_id, g.eos_token_id, sizeof(int64_t) * (size_t)o.n_eos);
-        if (g.max_new_tokens > 0)
-            o.max_new_tokens = g.max_new_tokens;
-    } else {
+    bool loaded = model_dir && txc_generation_config_load(model_dir, &g) == TXC_OK && g.present;
+    if (!loaded) {
         if (saved == TXC_OK)
             txc_clear_error(); /* a broken generation_config.json is reported by the caller's own load */
+        txc_generation_config_defaults(&g);
+    }
+    if (loaded && g.n_eos > 0) {
+        o.n_eos = g.n_eos < TXC_MAX_EOS_IDS ? g.n_eos : TXC_MAX_EOS_IDS;
+        memcpy(o.eos_token_id, g.eos_token_id, sizeof(int64_t) * (size_t)o.n_eos);
+    } else {
         o.n_eos = c->n_eos < TXC_MAX_EOS_IDS ? c->n_eos : TXC_MAX_EOS_IDS;
         memcpy(o.eos_token_id, c->eos_token_id, sizeof(int64_t) * (size_t)o.n_eos);
     }
+    if (loaded && g.max_new_tokens > 0)
+        o.max_new_tokens = g.max_new_tokens;
+    o.do_sample = g.do_sample;
+    o.temperature = g.temperature;
+    o.top_k = g.top_k;
+    o.top_p = g.top_p;
+    o.min_p = g.min_p;
+    o.repetition_penalty = g.repetition_penalty;
     return o;
+}
+
+/* ---- the next token ----------------------------------------------------------------
+ * The processors as ops, so that the same code runs eagerly and traced
+ * into the compiled steps. `sampling` holds only what changes the
+ * computation (it is part of the plans' static arguments). */
+
+typedef struct sampling {
+    int32_t do_sample, penalize;
+    int64_t top_k;
+    double temperature, top_p, min_p, repetition_penalty;
+} sampling;
+
+static sampling sampling_of(const txc_generate_options *o)
+{
+    sampling sp;
+    memset(&sp, 0, sizeof sp); /* padding too: the statics are compared as bytes */
+    sp.penalize = o->repetition_penalty != 1.0;
+    sp.repetition_penalty = sp.penalize ? o->repetition_penalty : 1.0;
+    sp.do_sample = o->do_sample;
+    if (o->do_sample) {
+        sp.temperature = o->temperature;
+        sp.top_k = o->top_k;
+        sp.top_p = o->top_p;
+        sp.min_p = o->min_p;
+    }
+    return sp;
+}
+
+static txc_status check_sampling(const txc_generate_options *o)
+{
+    if (!(o->repetition_penalty > 0.0 && isfinite(o->repetition_penalty)))
+        return txc_error(TXC_ERR_INVALID, "generate: repetition_penalty must be a number > 0 (1: off), got %g",
+                         o->repetition_penalty);
+    if (!o->do_sample)
+        return TXC_OK;
+    if (!(o->temperature > 0.0 && isfinite(o->temperature)))
+        return txc_error(TXC_ERR_INVALID, "generate: temperature must be > 0 when sampling, got %g (for greedy "
+                                          "decoding turn do_sample off)", o->temperature);
+    if (o->top_k < 0)
+        return txc_error(TXC_ERR_INVALID, "generate: top_k must be >= 0 (0: off), got %lld", (long long)o->top_k);
+    if (!(o->top_p >= 0.0 && o->top_p <= 1.0))
+        return txc_error(TXC_ERR_INVALID, "generate: top_p must be in [0, 1] (1: off), got %g", o->top_p);
+    if (!(o->min_p >= 0.0 && o->min_p <= 1.0))
+        return txc_error(TXC_ERR_INVALID, "generate: min_p must be in [0, 1] (0: off), got %g", o->min_p);
+    return TXC_OK;
+}
+
+txc_tensor *txc_repetition_penalty(txc_tensor *scores, txc_tensor *seen, double penalty)
+{
+    if (!scores || !seen)
+        return NULL;
+    txc_tensor *zero = txc_zeros(txc_tensor_env(scores), 0, NULL, txc_tensor_dtype(scores));
+    txc_tensor *pen = txc_where(txc_lt(scores, zero), txc_mul_scalar(scores, penalty), txc_div_scalar(scores, penalty));
+    return txc_where(seen, pen, scores);
+}
+
+static txc_tensor *next_token(txc_tensor *logits, txc_tensor *seen, txc_tensor *state, const sampling *sp)
+{
+    if (!logits)
+        return NULL;
+    txc_tensor *row = logits;
+    while (row && txc_tensor_ndim(row) > 1)
+        row = txc_select(row, 0, txc_tensor_ndim(row) > 2 ? 0 : -1); /* (1, L, V) -> (L, V) -> last (V) */
+    if (sp->penalize)
+        row = txc_repetition_penalty(row, seen, sp->repetition_penalty);
+    if (!sp->do_sample)
+        return txc_argmax(row, 0, false);
+    if (sp->temperature != 1.0)
+        row = txc_div_scalar(row, sp->temperature);
+    if (!state) {
+        txc_error(TXC_ERR_INVALID, "generate: sampling needs an RNG state");
+        return NULL;
+    }
+    txc_tensor *u = txc_rng_uniform(state, 1);
+    if (!u || txc_rng_advance_(state, 1) != TXC_OK)
+        return NULL;
+    return txc_sample(row, u, sp->top_k, sp->top_p, sp->min_p);
+}
+
+txc_tensor *txc_generate_next_token(txc_tensor *logits, txc_tensor *seen, txc_tensor *rng_state,
+                                    const txc_generate_options *o)
+{
+    if (check_sampling(o) != TXC_OK)
+        return NULL;
+    sampling sp = sampling_of(o);
+    if (sp.penalize && !seen) {
+        txc_error(TXC_ERR_INVALID, "generate: repetition_penalty needs the mask of seen tokens");
+        return NULL;
+    }
+    return next_token(logits, seen, rng_state, &sp);
 }
 
 /* ---- the step, as one traced function -------------------------------------------
  * inputs: the model's parameters, the cache's leaves (txc/tree.h), then
- * input_ids (1, L) int64, cache_position (L) int64 and, for a prefill,
- * logits_index (1) int64 (the last real token of a padded prompt).
- * outputs: next token (1, 1) int64 (greedy argmax), logits (1, 1, vocab),
- * then the cache's leaves after the step (a DynamicCache grows: new
- * tensors; a StaticCache is written in place, its leaves are the inputs). */
+ * input_ids (1, L) int64, cache_position (L) int64, for a prefill
+ * logits_index (1) int64 (the last real token of a padded prompt), with a
+ * repetition penalty seen (vocab) bool, and when sampling rng_state (2)
+ * int64 (advanced in place by the plan).
+ * outputs: next token int64 (one element), logits (1, 1, vocab), then the
+ * cache's leaves after the step (a DynamicCache grows: new tensors; a
+ * StaticCache is written in place, its leaves are the inputs). */
 
 typedef struct step_statics {
     int32_t n_params, n_cache_leaves, has_logits_index, cache_kind;
     unsigned char cache_aux[TXC_TREE_MAX_AUX];
     size_t cache_aux_len;
+    sampling samp;
 } step_statics;
 
 struct txc_generator {
@@ -63,9 +169,11 @@ static txc_status step_fn(void *ctx, txc_tensor *const *in, int n_in, const void
     if (len != sizeof st)
         return txc_error(TXC_ERR_INTERNAL, "step: bad static arguments");
     memcpy(&st, statics_p, sizeof st);
-    int P = st.n_params, C = st.n_cache_leaves;
-    if (n_in != P + C + 2 + st.has_logits_index || max_out < 2 + C)
+    int P = st.n_params, C = st.n_cache_leaves, extra = P + C + 2 + st.has_logits_index;
+    if (n_in != extra + st.samp.penalize + st.samp.do_sample || max_out < 2 + C)
         return txc_error(TXC_ERR_INTERNAL, "step: %d inputs", n_in);
+    txc_tensor *seen = st.samp.penalize ? in[extra] : NULL;
+    txc_tensor *rng_state = st.samp.do_sample ? in[extra + st.samp.penalize] : NULL;
     const char *type = st.cache_kind == TXC_CACHE_STATIC ? "StaticCache" : "DynamicCache";
     txc_kv_cache *cache = NULL;
     if (st.cache_kind != TXC_CACHE_NONE &&
@@ -73,7 +181,7 @@ static txc_status step_fn(void *ctx, txc_tensor *const *in, int n_in, const void
         return txc_last_status();
     txc_tensor *logits = txc_model_forward_with(gen->model, in, in[P + C], NULL, cache, in[P + C + 1], 1,
                                                 st.has_logits_index ? in[P + C + 2] : NULL);
-    out[0] = txc_argmax(logits, -1, false);
+    out[0] = next_token(logits, seen, rng_state, &st.samp);
     out[1] = logits;
     *n_out = 2;
     txc_status s = out[0] ? TXC_OK : txc_last_status();
@@ -134,7 +242,8 @@ static int64_t bucket(int64_t n, int64_t cap)
 /* One compiled step over ids[from, to) (padded to a bucket for a static
  * prefill). Returns the next token or -1; a DynamicCache is replaced by
  * the grown one in *cache. */
-static int32_t step_jit(txc_generator *gen, txc_kv_cache **cache, const int32_t *ids, int64_t from, int64_t to)
+static int32_t step_jit(txc_generator *gen, txc_kv_cache **cache, const int32_t *ids, int64_t from, int64_t to,
+                        const sampling *sp, txc_tensor *seen, txc_tensor *rng_state)
 {
     txc_env *env = gen->env;
     const txc_model *m = gen->model;
@@ -150,8 +259,9 @@ static int32_t step_jit(txc_generator *gen, txc_kv_cache **cache, const int32_t 
     st.n_params = P;
     st.has_logits_index = prefill;
     st.cache_kind = kind;
-    txc_tensor **in = calloc((size_t)P + 2 * 512 + 3, sizeof *in);
-    const char **names = calloc((size_t)P + 2 * 512 + 3, sizeof *names);
+    memcpy(&st.samp, sp, sizeof st.samp);
+    txc_tensor **in = calloc((size_t)P + 2 * 512 + 5, sizeof *in);
+    const char **names = calloc((size_t)P + 2 * 512 + 5, sizeof *names);
     char (*leaf_names)[64] = calloc(2 * 512, sizeof *leaf_names);
     if (!in || !names || !leaf_names) {
         free(in);
@@ -196,6 +306,14 @@ static int32_t step_jit(txc_generator *gen, txc_kv_cache **cache, const int32_t 
         if (!(in[n_in++] = txc_tensor_from_data(env, TXC_I64, 1, &one, &last)))
             goto done;
     }
+    if (sp->penalize) {
+        names[n_in] = "seen";
+        in[n_in++] = seen;
+    }
+    if (sp->do_sample) {
+        names[n_in] = "rng_state";
+        in[n_in++] = rng_state;
+    }
     txc_tensor *out[2 + 2 * 512];
     int n_out;
     if (txc_jit_call(gen->jit[!prefill], in, n_in, names, &st, sizeof st, out, 2 + 2 * 512, &n_out) != TXC_OK)
@@ -219,17 +337,10 @@ done:
     return next;
 }
 
-/* Index of the largest logit (first one on ties, as torch.argmax). */
-static int32_t argmax_last(txc_tensor *logits)
-{
-    txc_tensor *last = txc_select(txc_select(logits, 0, 0), 0, -1); /* (vocab) */
-    txc_tensor *idx = txc_argmax(last, 0, false);
-    return idx ? (int32_t)txc_tensor_item(idx) : -1;
-}
-
 /* One eager forward of ids[from, to) at positions [from, to); returns the
  * next token, or -1 on error. */
-static int32_t step_eager(txc_model *model, txc_kv_cache *cache, const int32_t *ids, int64_t from, int64_t to)
+static int32_t step_eager(txc_model *model, txc_kv_cache *cache, const int32_t *ids, int64_t from, int64_t to,
+                          const sampling *sp, txc_tensor *seen, txc_tensor *rng_state)
 {
     txc_env *env = txc_model_env(model);
     int mark = txc_env_scope_begin(env);
@@ -245,7 +356,8 @@ static int32_t step_eager(txc_model *model, txc_kv_cache *cache, const int32_t *
         for (int64_t i = 0; i < L; i++)
             p[i] = ids[from + i];
         txc_tensor *logits = txc_model_forward(model, input_ids, NULL, cache, cache_position, 1);
-        next = logits ? argmax_last(logits) : -1;
+        txc_tensor *tok = next_token(logits, seen, rng_state, sp);
+        next = tok ? (int32_t)txc_tensor_item(tok) : -1;
     }
     txc_env_scope_end(env, mark);
     return next;
@@ -262,6 +374,8 @@ txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64
     if (o->max_new_tokens < 1)
         return txc_error(TXC_ERR_INVALID, "generate: max_new_tokens must be >= 1 (got %lld)",
                          (long long)o->max_new_tokens);
+    if (check_sampling(o) != TXC_OK)
+        return txc_last_status();
     for (int64_t i = 0; i < n_input; i++)
         if (input_ids[i] < 0 || input_ids[i] >= c->vocab_size)
             return txc_error(TXC_ERR_INVALID, "generate: input id %d at position %lld is outside the vocabulary (%lld)",
@@ -306,20 +420,48 @@ txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64
         free(ids);
         return txc_last_status();
     }
+    /* The sampling state of this run, in a scope of its own: the mask of
+     * seen tokens (updated here after each token) and the RNG state
+     * (advanced by the steps themselves, in place). */
+    sampling sp = sampling_of(o);
+    txc_tensor *seen = NULL, *rng_state = NULL;
+    int mark = txc_env_scope_begin(env);
+    txc_status s = mark < 0 ? TXC_ERR_NOMEM : TXC_OK;
+    if (s == TXC_OK && sp.penalize) {
+        int64_t V = c->vocab_size;
+        if ((seen = txc_zeros(env, 1, &V, TXC_BOOL))) {
+            unsigned char *m = txc_tensor_data_ptr(seen);
+            for (int64_t i = 0; i < n_input; i++)
+                m[input_ids[i]] = 1;
+        } else {
+            s = txc_last_status();
+        }
+    }
+    if (s == TXC_OK && sp.do_sample && !(rng_state = txc_rng_state(env, o->seed)))
+        s = txc_last_status();
+    if (s != TXC_OK) {
+        if (mark >= 0)
+            txc_env_scope_end(env, mark);
+        txc_kv_cache_free(cache);
+        free(ids);
+        return s ? s : TXC_ERR_INTERNAL;
+    }
     txc_jit_stats before[2] = {txc_jit_get_stats(gen->jit[0]), txc_jit_get_stats(gen->jit[1])};
 
-    txc_status s = TXC_OK;
     int64_t n = n_input;
     double t0 = now_ms(), t_first = t0;
     while (n < total) {
         /* Without a cache, re-run everything; with one, only the new tokens. */
         int64_t from = (cache && n > n_input) ? n - 1 : 0;
-        int32_t next = o->jit ? step_jit(gen, &cache, ids, from, n) : step_eager(model, cache, ids, from, n);
+        int32_t next = o->jit ? step_jit(gen, &cache, ids, from, n, &sp, seen, rng_state)
+                              : step_eager(model, cache, ids, from, n, &sp, seen, rng_state);
         if (next < 0) {
             s = txc_last_status() != TXC_OK ? txc_last_status() : TXC_ERR_INTERNAL;
             break;
         }
         ids[n++] = next;
+        if (seen && next < c->vocab_size)
+            ((unsigned char *)txc_tensor_data_ptr(seen))[next] = 1;
         if (n == n_input + 1)
             t_first = now_ms();
         bool stop = false;
@@ -332,6 +474,8 @@ txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64
             break;
     }
     double t1 = now_ms();
+    int64_t rng_counter = rng_state ? ((const int64_t *)txc_tensor_data_ptr(rng_state))[1] : 0;
+    txc_env_scope_end(env, mark);
     txc_kv_cache_free(cache);
     if (s != TXC_OK) {
         free(ids);
@@ -354,6 +498,7 @@ txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64
     r->prefill_compilations = (int64_t)(after[0].misses - before[0].misses);
     r->decode_compilations = (int64_t)(after[1].misses - before[1].misses);
     r->compile_ms = after[0].compile_ms - before[0].compile_ms + after[1].compile_ms - before[1].compile_ms;
+    r->rng_counter = rng_counter;
     return TXC_OK;
 }
 

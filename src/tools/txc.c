@@ -3,6 +3,8 @@
  *
  *   txc generate [--model DIR] [--prompt TEXT] [--max-new-tokens N]
  *                [--cache none|dynamic|static] [--max-cache-len N] [--jit|--no-jit] [--verbose]
+ *                [--do-sample|--greedy] [--temperature F] [--top-k N] [--top-p F] [--min-p F]
+ *                [--repetition-penalty F] [--seed N] [--stop STRING]...
  *
  * Exit status: 0 on success, 2 on any error (one line on stderr).
  */
@@ -13,11 +15,14 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define EXIT_ERROR 2
 #define DEFAULT_MODEL_REL "../shared/models/stories260K"
@@ -64,14 +69,49 @@ static bool parse_int(const char *flag, const char *s, int64_t min, int64_t *out
     return true;
 }
 
+/* A float in [lo, hi] (lo excluded when lo_open). */
+static bool parse_float(const char *flag, const char *s, double lo, bool lo_open, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < lo || (lo_open && v == lo) || v > hi) {
+        if (hi < HUGE_VAL)
+            fprintf(stderr, "txc: %s expects a number in %s%g, %g], got '%s'\n", flag, lo_open ? "(" : "[", lo, hi,
+                    s);
+        else
+            fprintf(stderr, "txc: %s expects a number %s %g, got '%s'\n", flag, lo_open ? ">" : ">=", lo, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static bool parse_seed(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    while (*s == ' ')
+        s++;
+    unsigned long long v = *s == '-' ? 0 : strtoull(s, &end, 10);
+    if (*s == '-' || errno || end == s || *end) {
+        fprintf(stderr, "txc: --seed expects an integer in [0, 2^64), got '%s'\n", s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 static void usage_generate(FILE *f)
 {
     fprintf(f,
             "usage: txc generate [--model DIR] [--prompt TEXT] [--max-new-tokens N]\n"
             "                    [--cache none|dynamic|static] [--max-cache-len N] [--jit|--no-jit]\n"
-            "                    [--verbose]\n"
+            "                    [--verbose] [--do-sample|--greedy] [--temperature F] [--top-k N]\n"
+            "                    [--top-p F] [--min-p F] [--repetition-penalty F] [--seed N]\n"
+            "                    [--stop STRING]...\n"
             "\n"
-            "Greedy generation from a Hugging Face model folder (config.json,\n"
+            "Text generation from a Hugging Face model folder (config.json,\n"
             "model.safetensors, tokenizer.json); the continuation is streamed to stdout.\n"
             "  --model DIR         model folder (default: $TXC_MODEL, else " DEFAULT_MODEL_REL ")\n"
             "  --prompt TEXT       prompt (default: empty, i.e. BOS only)\n"
@@ -82,13 +122,93 @@ static void usage_generate(FILE *f)
             "  --jit, --no-jit     compile the prefill and decode steps into cached plans (default)\n"
             "                      or run every op eagerly\n"
             "  --verbose           timings on stderr: load, prefill, decode tokens/s, cache mode,\n"
-            "                      compilations and why they happened\n");
+            "                      compilations and why they happened\n"
+            "Decoding (defaults from generation_config.json, else greedy; flags override it):\n"
+            "  --do-sample         sample the next token (transformers' do_sample=True)\n"
+            "  --greedy            argmax, even when generation_config.json says do_sample\n"
+            "  --temperature F     divide the logits by F > 0 before sampling (default 1)\n"
+            "  --top-k N           sample among the N most likely tokens (0: all; default 50)\n"
+            "  --top-p F           ... among the most likely tokens that make up F of the\n"
+            "                      probability, F in [0, 1] (default 1: all)\n"
+            "  --min-p F           ... among the tokens at least F times as likely as the most\n"
+            "                      likely one, F in [0, 1] (default 0: all)\n"
+            "  --repetition-penalty F  divide (or, when negative, multiply) the logits of tokens\n"
+            "                      already in the text by F > 0; greedy too (default 1: off)\n"
+            "  --seed N            the sampler's seed: the same seed gives the same text, eager or\n"
+            "                      compiled (default: a random seed, shown by --verbose)\n"
+            "  --stop STRING       stop when the text ends with STRING (not printed); repeatable\n");
 }
+
+#define MAX_STOP_STRINGS 32
 
 typedef struct stream_ctx {
     txc_detok_stream *detok;
     bool failed;
+    /* --stop: text not printed yet because it may begin a stop string */
+    int n_stop;
+    const char *stop[MAX_STOP_STRINGS];
+    char *held;
+    size_t n_held, cap_held;
+    bool stopped; /* a stop string was found: generation ends there */
 } stream_ctx;
+
+/* Print streamed text, holding back what could be the start of a stop
+ * string; returns false when a stop string is complete (the text before it
+ * is printed, the rest dropped). `final`: no more text follows. */
+static bool emit(stream_ctx *s, const char *piece, size_t n, bool final)
+{
+    if (s->n_stop == 0) {
+        fwrite(piece, 1, n, stdout);
+        fflush(stdout);
+        return true;
+    }
+    if (s->n_held + n > s->cap_held) {
+        size_t cap = s->cap_held ? s->cap_held : 64;
+        while (cap < s->n_held + n)
+            cap *= 2;
+        char *p = realloc(s->held, cap);
+        if (!p) {
+            s->failed = true;
+            return false;
+        }
+        s->held = p;
+        s->cap_held = cap;
+    }
+    memcpy(s->held + s->n_held, piece, n);
+    s->n_held += n;
+    /* the earliest complete stop string */
+    size_t cut = SIZE_MAX;
+    for (int i = 0; i < s->n_stop; i++) {
+        size_t m = strlen(s->stop[i]);
+        for (size_t j = 0; j + m <= s->n_held && j < cut; j++)
+            if (memcmp(s->held + j, s->stop[i], m) == 0) {
+                cut = j;
+                break;
+            }
+    }
+    if (cut != SIZE_MAX) {
+        fwrite(s->held, 1, cut, stdout);
+        fflush(stdout);
+        s->n_held = 0;
+        s->stopped = true;
+        return false;
+    }
+    /* keep the longest tail that is a proper prefix of a stop string */
+    size_t keep = 0;
+    for (int i = 0; i < s->n_stop && !final; i++) {
+        size_t m = strlen(s->stop[i]);
+        for (size_t k = m - 1 < s->n_held ? m - 1 : s->n_held; k > keep; k--)
+            if (memcmp(s->held + s->n_held - k, s->stop[i], k) == 0) {
+                keep = k;
+                break;
+            }
+    }
+    fwrite(s->held, 1, s->n_held - keep, stdout);
+    fflush(stdout);
+    memmove(s->held, s->held + s->n_held - keep, keep);
+    s->n_held = keep;
+    return true;
+}
 
 static bool print_token(void *ctx, int32_t id)
 {
@@ -99,9 +219,7 @@ static bool print_token(void *ctx, int32_t id)
         s->failed = true;
         return false;
     }
-    fwrite(piece, 1, n, stdout);
-    fflush(stdout);
-    return true;
+    return emit(s, piece, n, false);
 }
 
 static int cmd_generate(int argc, char **argv)
@@ -110,7 +228,20 @@ static int cmd_generate(int argc, char **argv)
     int64_t max_new_tokens = -1, max_cache_len = 0;
     bool verbose = false;
     int jit = -1;
+    /* decoding flags: NAN / -1 = not given (generation_config.json decides) */
+    int do_sample = -1;
+    double temperature = NAN, top_p = NAN, min_p = NAN, repetition_penalty = NAN;
+    int64_t top_k = -1;
+    bool have_seed = false;
+    uint64_t seed = 0;
+    stream_ctx sc = {0};
+    enum { OPT_SAMPLE = 256, OPT_GREEDY, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REP, OPT_SEED, OPT_STOP };
     static const struct option longopts[] = {
+        {"do-sample", no_argument, 0, OPT_SAMPLE},            {"greedy", no_argument, 0, OPT_GREEDY},
+        {"temperature", required_argument, 0, OPT_TEMPERATURE}, {"top-k", required_argument, 0, OPT_TOP_K},
+        {"top-p", required_argument, 0, OPT_TOP_P},           {"min-p", required_argument, 0, OPT_MIN_P},
+        {"repetition-penalty", required_argument, 0, OPT_REP}, {"seed", required_argument, 0, OPT_SEED},
+        {"stop", required_argument, 0, OPT_STOP},
         {"jit", no_argument, 0, 'J'},                  {"no-jit", no_argument, 0, 'E'},
         {"model", required_argument, 0, 'm'},          {"prompt", required_argument, 0, 'p'},
         {"max-new-tokens", required_argument, 0, 'n'}, {"cache", required_argument, 0, 'c'},
@@ -136,6 +267,44 @@ static int cmd_generate(int argc, char **argv)
         case 'v': verbose = true; break;
         case 'J': jit = 1; break;
         case 'E': jit = 0; break;
+        case OPT_SAMPLE: do_sample = 1; break;
+        case OPT_GREEDY: do_sample = 0; break;
+        case OPT_TEMPERATURE:
+            if (!parse_float("--temperature", optarg, 0.0, true, HUGE_VAL, &temperature))
+                return EXIT_ERROR;
+            break;
+        case OPT_TOP_K:
+            if (!parse_int("--top-k", optarg, 0, &top_k))
+                return EXIT_ERROR;
+            break;
+        case OPT_TOP_P:
+            if (!parse_float("--top-p", optarg, 0.0, false, 1.0, &top_p))
+                return EXIT_ERROR;
+            break;
+        case OPT_MIN_P:
+            if (!parse_float("--min-p", optarg, 0.0, false, 1.0, &min_p))
+                return EXIT_ERROR;
+            break;
+        case OPT_REP:
+            if (!parse_float("--repetition-penalty", optarg, 0.0, true, HUGE_VAL, &repetition_penalty))
+                return EXIT_ERROR;
+            break;
+        case OPT_SEED:
+            if (!parse_seed(optarg, &seed))
+                return EXIT_ERROR;
+            have_seed = true;
+            break;
+        case OPT_STOP:
+            if (!*optarg) {
+                fprintf(stderr, "txc: --stop expects a non-empty string\n");
+                return EXIT_ERROR;
+            }
+            if (sc.n_stop == MAX_STOP_STRINGS) {
+                fprintf(stderr, "txc: at most %d --stop strings\n", MAX_STOP_STRINGS);
+                return EXIT_ERROR;
+            }
+            sc.stop[sc.n_stop++] = optarg;
+            break;
         case 'h': usage_generate(stdout); return 0;
         default:
             fprintf(stderr, "txc: option '%s' is unknown or needs a value (see txc generate --help)\n",
@@ -181,7 +350,25 @@ static int cmd_generate(int argc, char **argv)
         opts.max_new_tokens = max_new_tokens;
     if (jit >= 0)
         opts.jit = jit;
-    stream_ctx sc = {.detok = txc_detok_stream_new(tok, true)};
+    if (do_sample >= 0)
+        opts.do_sample = do_sample;
+    if (!isnan(temperature))
+        opts.temperature = temperature;
+    if (top_k >= 0)
+        opts.top_k = top_k;
+    if (!isnan(top_p))
+        opts.top_p = top_p;
+    if (!isnan(min_p))
+        opts.min_p = min_p;
+    if (!isnan(repetition_penalty))
+        opts.repetition_penalty = repetition_penalty;
+    if (!have_seed) { /* a fresh seed per run, shown by --verbose */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed = ((uint64_t)ts.tv_sec * 1000000007ULL) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
+    }
+    opts.seed = seed;
+    sc.detok = txc_detok_stream_new(tok, true);
     opts.on_token = print_token;
     opts.ctx = &sc;
     txc_generate_result res = {0};
@@ -194,8 +381,10 @@ static int cmd_generate(int argc, char **argv)
     } else {
         const char *piece;
         size_t n;
-        if (txc_detok_stream_flush(sc.detok, &piece, &n) == TXC_OK)
-            fwrite(piece, 1, n, stdout);
+        if (!sc.stopped && txc_detok_stream_flush(sc.detok, &piece, &n) == TXC_OK)
+            emit(&sc, piece, n, true);
+        else if (!sc.stopped)
+            emit(&sc, "", 0, true);
         fputc('\n', stdout);
         fflush(stdout);
         if (verbose) {
@@ -209,7 +398,14 @@ static int cmd_generate(int argc, char **argv)
                 fprintf(stderr, "cache: static (max_cache_len %lld)\n", (long long)res.max_cache_len);
             else
                 fprintf(stderr, "cache: %s\n", txc_cache_kind_name(cache));
-            fprintf(stderr, "stop: %s\n", res.stop_reason);
+            fprintf(stderr, "stop: %s\n", sc.stopped ? "stop string" : res.stop_reason);
+            if (opts.do_sample)
+                fprintf(stderr, "sampling: seed %llu, temperature %g, top_k %lld, top_p %g, min_p %g, "
+                                "repetition_penalty %g\n",
+                        (unsigned long long)opts.seed, opts.temperature, (long long)opts.top_k, opts.top_p,
+                        opts.min_p, opts.repetition_penalty);
+            else
+                fprintf(stderr, "sampling: off (greedy), repetition_penalty %g\n", opts.repetition_penalty);
             if (opts.jit) {
                 fprintf(stderr, "jit: %lld prefill + %lld decode compilations, %.1f ms\n",
                         (long long)res.prefill_compilations, (long long)res.decode_compilations, res.compile_ms);
@@ -229,6 +425,7 @@ static int cmd_generate(int argc, char **argv)
     txc_generate_result_free(&res);
     txc_generator_free(gen);
     txc_detok_stream_free(sc.detok);
+    free(sc.held);
     free(ids);
     txc_tokenizer_free(tok);
     txc_model_free(model);
