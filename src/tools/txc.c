@@ -12,6 +12,7 @@
 #include "txc/model.h"
 #include "txc/tokenizer.h"
 #include "tools/bench_cmd.h"
+#include "tools/tokenize_cmd.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -438,13 +439,14 @@ static void usage(FILE *f)
                "commands:\n"
                "  generate   greedy text generation from a Hugging Face model folder\n"
                "  bench      the article's table: each cache mode, eager and compiled, timed\n"
+               "  tokenize   text to token ids and pieces (--decode: ids to text)\n"
                "run 'txc <command> --help' for its options; 'txc --version' for the version\n");
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "txc: no command given (commands: generate, bench; see txc --help)\n");
+        fprintf(stderr, "txc: no command given (commands: generate, bench, tokenize; see txc --help)\n");
         return EXIT_ERROR;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -457,8 +459,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "generate") == 0)
         return cmd_generate(argc - 1, argv + 1);
+    if (strcmp(argv[1], "tokenize") == 0)
+        return txc_cmd_tokenize(argc - 1, argv + 1);
     if (strcmp(argv[1], "bench") == 0)
         return txc_cmd_bench(argc - 1, argv + 1);
-    fprintf(stderr, "txc: unknown command '%s' (commands: generate, bench; see txc --help)\n", argv[1]);
+    fprintf(stderr, "txc: unknown command '%s' (commands: generate, bench, tokenize; see txc --help)\n", argv[1]);
     return EXIT_ERROR;
 }
