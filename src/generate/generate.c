@@ -382,6 +382,8 @@ txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64
                              input_ids[i], (long long)i, (long long)c->vocab_size);
     int64_t total = n_input + o->max_new_tokens;
     int64_t max_cache_len = o->max_cache_len > 0 ? o->max_cache_len : total;
+    if (max_cache_len > c->max_position_embeddings) /* no position past it is ever used */
+        max_cache_len = c->max_position_embeddings;
     if (o->cache == TXC_CACHE_STATIC && n_input > max_cache_len)
         return txc_error(TXC_ERR_CAPACITY, "generate: the prompt has %lld tokens, more than max_cache_len %lld",
                          (long long)n_input, (long long)max_cache_len);

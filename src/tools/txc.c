@@ -35,9 +35,14 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* One line on stderr: the library's message (it names the file, field or
+ * op), else what failed. */
 static int fail(const char *what)
 {
-    fprintf(stderr, "txc: %s%s%s\n", what, *txc_last_error() ? ": " : "", txc_last_error());
+    if (*txc_last_error())
+        fprintf(stderr, "txc: %s\n", txc_last_error());
+    else
+        fprintf(stderr, "txc: %s failed\n", what);
     return EXIT_ERROR;
 }
 
@@ -340,6 +345,22 @@ static int cmd_generate(int argc, char **argv)
         return fail(model_dir);
     }
     double load_ms = now_ms() - t0;
+    /* A broken generation_config.json is an error, not silently dropped
+     * (its eos_token_id decides where generation stops). */
+    txc_generation_config gcfg;
+    if (txc_generation_config_load(model_dir, &gcfg) != TXC_OK) {
+        txc_tokenizer_free(tok);
+        txc_model_free(model);
+        return fail("generation_config.json");
+    }
+    const txc_hf_config *mcfg = txc_model_config(model);
+    if (txc_tokenizer_vocab_size(tok) > mcfg->vocab_size) {
+        fprintf(stderr, "txc: tokenizer.json has ids up to %d, but config.json's vocab_size is %lld\n",
+                txc_tokenizer_vocab_size(tok) - 1, (long long)mcfg->vocab_size);
+        txc_tokenizer_free(tok);
+        txc_model_free(model);
+        return EXIT_ERROR;
+    }
 
     int rc = 0;
     int32_t *ids = NULL;
@@ -374,7 +395,12 @@ static int cmd_generate(int argc, char **argv)
     opts.ctx = &sc;
     txc_generate_result res = {0};
     txc_generator *gen = txc_generator_new(model);
-    if (!gen || !sc.detok || txc_tokenizer_encode(tok, prompt, strlen(prompt), true, &ids, &n_ids) != TXC_OK) {
+    bool encoded = gen && sc.detok && txc_tokenizer_encode(tok, prompt, strlen(prompt), true, &ids, &n_ids) == TXC_OK;
+    /* generation_config's max_length (without max_new_tokens) counts the
+     * prompt, as in transformers. */
+    if (encoded && max_new_tokens <= 0 && gcfg.present && gcfg.max_new_tokens <= 0 && gcfg.max_length > 0)
+        opts.max_new_tokens = gcfg.max_length > (int64_t)n_ids ? gcfg.max_length - (int64_t)n_ids : 1;
+    if (!encoded) {
         rc = fail("prompt");
     } else if (txc_generator_run(gen, ids, (int64_t)n_ids, &opts, &res) != TXC_OK || sc.failed) {
         fflush(stdout);
@@ -387,14 +413,25 @@ static int cmd_generate(int argc, char **argv)
         else if (!sc.stopped)
             emit(&sc, "", 0, true);
         fputc('\n', stdout);
-        fflush(stdout);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            fprintf(stderr, "txc: writing the output failed\n");
+            rc = EXIT_ERROR;
+        }
+        if (!sc.stopped && res.stop_reason && (strcmp(res.stop_reason, "max_cache_len") == 0 ||
+                                               strcmp(res.stop_reason, "max_position_embeddings") == 0))
+            fprintf(stderr, "txc: note: generation stopped at %s (%lld tokens)%s\n", res.stop_reason,
+                    (long long)(n_ids + (size_t)res.n_new),
+                    strcmp(res.stop_reason, "max_cache_len") == 0 ? "; raise --max-cache-len" : "");
         if (verbose) {
             int64_t n_decode = res.n_new > 1 ? res.n_new - 1 : 0;
             fprintf(stderr, "load: %.1f ms\n", load_ms);
             fprintf(stderr, "prefill: %.2f ms (%zu prompt tokens)\n", res.prefill_ms, n_ids);
-            fprintf(stderr, "decode: %.1f tokens/s (%lld tokens in %.1f ms)\n",
-                    res.decode_ms > 0 ? (double)n_decode * 1e3 / res.decode_ms : 0.0, (long long)n_decode,
-                    res.decode_ms);
+            if (n_decode > 0)
+                fprintf(stderr, "decode: %.1f tokens/s (%lld tokens in %.1f ms)\n",
+                        res.decode_ms > 0 ? (double)n_decode * 1e3 / res.decode_ms : 0.0, (long long)n_decode,
+                        res.decode_ms);
+            else
+                fprintf(stderr, "decode: no decode step (the one new token came from the prefill)\n");
             if (cache == TXC_CACHE_STATIC)
                 fprintf(stderr, "cache: static (max_cache_len %lld)\n", (long long)res.max_cache_len);
             else
