@@ -510,6 +510,32 @@ static void test_dtype_conversions(void **state)
     txc_dtype_convert(TXC_F32, (float[]){1.01171875f, 65520.0f}, TXC_BF16, h16, 2);
     assert_true(h16[0] == 0x3f82 && h16[1] == 0x4780);
     assert_true(txc_dtype_load(TXC_BF16, h16, 0) == 1.015625);
+    /* int64 -> float32 rounds once (not through double: 2^60 + 2^36 + 1 is
+     * above the float tie, its double is on it) */
+    int64_t i64 = (1LL << 60) + (1LL << 36) + 1;
+    float f1;
+    txc_dtype_convert(TXC_I64, &i64, TXC_F32, &f1, 1);
+    assert_true(f1 == 0x1.000002p60f);
+    /* strided (byte strides): every other f32 into every third bf16 slot,
+     * and f16 <-> f32 through the bulk loops agree with the scalar ones */
+    float sf[6] = {1.0f, -7.0f, 2.5f, -7.0f, 65520.0f, -7.0f};
+    uint16_t d16[9] = {0};
+    txc_dtype_convert_strided(TXC_F32, sf, 8, TXC_BF16, d16, 6, 3);
+    assert_true(d16[0] == 0x3f80 && d16[3] == 0x4020 && d16[6] == 0x4780 && d16[1] == 0 && d16[4] == 0);
+    uint16_t all16[4096];
+    float back[4096];
+    for (uint32_t base = 0; base < 0x10000; base += 4096) {
+        for (uint32_t k = 0; k < 4096; k++)
+            all16[k] = (uint16_t)(base + k);
+        txc_dtype_convert(TXC_F16, all16, TXC_F32, back, 4096);
+        for (uint32_t k = 0; k < 4096; k++) {
+            float want = txc_f16_to_f32(all16[k]);
+            assert_true(memcmp(&back[k], &want, 4) == 0);
+        }
+        txc_dtype_convert(TXC_F32, back, TXC_F16, all16, 4096);
+        for (uint32_t k = 0; k < 4096; k++)
+            assert_int_equal(all16[k], txc_f32_to_f16(back[k]));
+    }
 
     /* names, sizes, parsing */
     static const struct { txc_dtype dt; const char *name, *st; size_t size; } names[] = {

@@ -47,69 +47,11 @@ bool txc_dtype_parse(const char *s, txc_dtype *out)
     return false;
 }
 
-float txc_bf16_to_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-uint16_t txc_f32_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: keep it quiet NaN */
-        return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even */
-    return (uint16_t)(u >> 16);
-}
-
-float txc_f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, u;
-    if (exp == 0) {
-        if (man == 0) {
-            u = sign;
-        } else { /* subnormal: normalise */
-            int e = -1;
-            do { e++; man <<= 1; } while (!(man & 0x400u));
-            u = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
-        }
-    } else if (exp == 31) {
-        u = sign | 0x7f800000u | (man << 13);
-    } else {
-        u = sign | ((exp + 127 - 15) << 23) | (man << 13);
-    }
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-uint16_t txc_f32_to_f16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
-    uint32_t a = u & 0x7fffffffu;
-    if (a > 0x7f800000u)
-        return sign | 0x7e00u; /* NaN */
-    if (a >= 0x477ff000u)     /* rounds to >= 65520: inf */
-        return sign | 0x7c00u;
-    if (a < 0x38800000u) { /* below 2^-14: subnormal or zero */
-        if (a < 0x33000000u) /* below 2^-25: rounds to zero */
-            return sign;
-        uint32_t e = a >> 23, man = (a & 0x7fffffu) | 0x800000u;
-        uint32_t shift = 126 - e; /* 14..24 */
-        uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
-        if (rem > mid || (rem == mid && (half & 1u)))
-            half++;
-        return sign | (uint16_t)half;
-    }
-    uint32_t r = a + 0xfffu + ((a >> 13) & 1u); /* round to nearest even */
-    return sign | (uint16_t)((r - 0x38000000u) >> 13);
-}
+/* The exported copies of the inline conversions in txc/dtype.h. */
+extern inline float txc_bf16_to_f32(uint16_t h);
+extern inline uint16_t txc_f32_to_bf16(float f);
+extern inline float txc_f16_to_f32(uint16_t h);
+extern inline uint16_t txc_f32_to_f16(float f);
 
 double txc_dtype_load(txc_dtype dt, const void *base, size_t i)
 {
@@ -146,30 +88,87 @@ void txc_dtype_store(txc_dtype dt, void *base, size_t i, double v)
     }
 }
 
+/* ---- bulk conversion ---------------------------------------------------------
+ * One loop per (source, destination) pair, the element conversion inlined,
+ * so contiguous runs vectorise (f32 <-> bf16/f16 included). */
+
+/* float -> int64 as torch's cast (truncation); NaN / out of range give 0
+ * (undefined in C, unspecified in torch). */
+static inline int64_t f2i64(double v)
+{
+    return (v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? (int64_t)v : 0;
+}
+
+#define TO_I64(x) _Generic((x), float: f2i64(x), double: f2i64(x), default: (int64_t)(x))
+#define WR_F32(x) ((float)(x))
+#define WR_F16(x) txc_f32_to_f16((float)(x))
+#define WR_BF16(x) txc_f32_to_bf16((float)(x))
+#define WR_I64(x) TO_I64(x)
+#define WR_I32(x) ((int32_t)(uint32_t)(uint64_t)TO_I64(x))
+#define WR_BOOL(x) ((uint8_t)((x) != 0))
+
+#define CVT_LOOP(ST, DT, EXPR)                                                         \
+    do {                                                                               \
+        if (sstride == (int64_t)sizeof(ST) && dstride == (int64_t)sizeof(DT)) {        \
+            const ST *restrict s_ = src;                                               \
+            DT *restrict d_ = dst;                                                     \
+            for (int64_t i = 0; i < n; i++) {                                          \
+                ST v = s_[i];                                                          \
+                d_[i] = (DT)(EXPR);                                                    \
+            }                                                                          \
+        } else {                                                                       \
+            const char *s_ = src;                                                      \
+            char *d_ = dst;                                                            \
+            for (int64_t i = 0; i < n; i++, s_ += sstride, d_ += dstride) {            \
+                ST v;                                                                  \
+                memcpy(&v, s_, sizeof v);                                              \
+                DT r_ = (DT)(EXPR);                                                    \
+                memcpy(d_, &r_, sizeof r_);                                            \
+            }                                                                          \
+        }                                                                              \
+    } while (0)
+
+#define CVT_FROM(DT, WR)                                                               \
+    switch (sdt) {                                                                     \
+    case TXC_F32: CVT_LOOP(float, DT, WR(v)); break;                                   \
+    case TXC_F16: CVT_LOOP(uint16_t, DT, WR(txc_f16_to_f32(v))); break;                \
+    case TXC_BF16: CVT_LOOP(uint16_t, DT, WR(txc_bf16_to_f32(v))); break;              \
+    case TXC_I32: CVT_LOOP(int32_t, DT, WR(v)); break;                                 \
+    case TXC_I64: CVT_LOOP(int64_t, DT, WR(v)); break;                                 \
+    case TXC_BOOL: CVT_LOOP(uint8_t, DT, WR((uint8_t)(v != 0))); break;                \
+    default: break;                                                                    \
+    }
+
+void txc_dtype_convert_strided(txc_dtype sdt, const void *src, int64_t sstride, txc_dtype ddt, void *dst,
+                               int64_t dstride, int64_t n)
+{
+    if (n <= 0)
+        return;
+    if (sdt == ddt) {
+        size_t es = txc_dtype_size(sdt);
+        if (sstride == (int64_t)es && dstride == (int64_t)es) {
+            memmove(dst, src, (size_t)n * es);
+            return;
+        }
+        const char *s = src;
+        char *d = dst;
+        for (int64_t i = 0; i < n; i++, s += sstride, d += dstride)
+            memcpy(d, s, es);
+        return;
+    }
+    switch (ddt) {
+    case TXC_F32: CVT_FROM(float, WR_F32); break;
+    case TXC_F16: CVT_FROM(uint16_t, WR_F16); break;
+    case TXC_BF16: CVT_FROM(uint16_t, WR_BF16); break;
+    case TXC_I32: CVT_FROM(int32_t, WR_I32); break;
+    case TXC_I64: CVT_FROM(int64_t, WR_I64); break;
+    case TXC_BOOL: CVT_FROM(uint8_t, WR_BOOL); break;
+    default: break;
+    }
+}
+
 void txc_dtype_convert(txc_dtype src_dt, const void *src, txc_dtype dst_dt, void *dst, size_t n)
 {
-    if (src_dt == dst_dt) {
-        memmove(dst, src, n * txc_dtype_size(src_dt));
-        return;
-    }
-    if (dst_dt == TXC_F32 && src_dt == TXC_BF16) {
-        for (size_t i = 0; i < n; i++)
-            ((float *)dst)[i] = txc_bf16_to_f32(((const uint16_t *)src)[i]);
-        return;
-    }
-    if (dst_dt == TXC_F32 && src_dt == TXC_F16) {
-        for (size_t i = 0; i < n; i++)
-            ((float *)dst)[i] = txc_f16_to_f32(((const uint16_t *)src)[i]);
-        return;
-    }
-    if (src_dt == TXC_I64 && dst_dt != TXC_F32 && dst_dt != TXC_F16 && dst_dt != TXC_BF16) {
-        for (size_t i = 0; i < n; i++) { /* exact for large integers */
-            int64_t v = ((const int64_t *)src)[i];
-            if (dst_dt == TXC_I32) ((int32_t *)dst)[i] = (int32_t)(uint32_t)(uint64_t)v;
-            else ((uint8_t *)dst)[i] = v != 0;
-        }
-        return;
-    }
-    for (size_t i = 0; i < n; i++)
-        txc_dtype_store(dst_dt, dst, i, txc_dtype_load(src_dt, src, i));
+    txc_dtype_convert_strided(src_dt, src, (int64_t)txc_dtype_size(src_dt), dst_dt, dst,
+                              (int64_t)txc_dtype_size(dst_dt), (int64_t)n);
 }
