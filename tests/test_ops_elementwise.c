@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/kernels.h" /* txc_kern_set_simd_level */
 #include "txc/ops.h"
 
 /* ---- fixture driver ------------------------------------------------------------ */
@@ -112,9 +113,8 @@ static void aten_name(const char *op, char *buf, size_t n)
         snprintf(buf, n, "aten::%s", base);
 }
 
-static void test_fixtures(void **state)
+static void run_fixtures(void)
 {
-    (void)state;
     cJSON *root = tu_load_json("tests/fixtures/ops_elementwise.json");
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(root, "cases");
     assert_true(cJSON_GetArraySize(cases) > 500);
@@ -159,8 +159,22 @@ static void test_fixtures(void **state)
         for (int i = 0; i < n_in; i++)
             txc_tensor_release(in[i]);
     }
-    printf("[ fixtures ] %d results and %d errors match torch\n", n_ok, n_err);
+    printf("[ fixtures ] %d results and %d errors match torch (SIMD level %d)\n", n_ok, n_err,
+           txc_kern_simd_level());
     cJSON_Delete(root);
+}
+
+/* The fixtures at every SIMD level (the vector exp of softmax/log_softmax,
+ * the F16C conversions, and their portable versions). */
+static void test_fixtures(void **state)
+{
+    (void)state;
+    static const int levels[] = {-1, 1, 0};
+    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+        txc_kern_set_simd_level(levels[i]);
+        run_fixtures();
+    }
+    txc_kern_set_simd_level(-1);
 }
 
 /* ---- helpers ----------------------------------------------------------------------- */

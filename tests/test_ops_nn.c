@@ -11,15 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/kernels.h" /* txc_kern_set_simd_level: -1 automatic, 0 portable, 1 at most AVX2 */
 #include "txc/array.h"
 #include "txc/env.h"
 #include "txc/ops.h"
 
 #define TXC_MAX_OP_INPUTS_TEST 64
 
-/* linalg.c: -1 automatic, 0 the portable kernels, 1 at most AVX2. */
-void txc_kern_set_simd_level(int level);
-int txc_kern_simd_level(void);
 
 /* ---- fixtures ----------------------------------------------------------------- */
 

@@ -8,129 +8,21 @@
  * is not copied), scale, mask, softmax in float32, then P·V (the NN GEMM,
  * V rows read in place). A fully masked row gives zeros, as torch (2.5+)
  * does. */
-#include "ops/registry.h"
+#include "ops/kernels.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
-
-/* From linalg.c (shared kernels). */
-void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
-                      txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
-void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
-                      txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
-void txc_kern_to_f32(txc_dtype dt, const void *src, int64_t stride, float *dst, int64_t n);
-void txc_kern_from_f32(txc_dtype dt, const float *src, void *dst, int64_t n);
-const char *txc_kern_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape);
-int txc_kern_simd_level(void);
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(TXC_NO_SIMD)
-#include <immintrin.h>
-#define TXC_HAVE_X86 1
-#define TXC_AVX2 __attribute__((target("avx2,fma,f16c")))
-#else
-#define TXC_HAVE_X86 0
-#endif
-
-/* ---- softmax of one row of scores (in place) ------------------------------------ */
-
-/* exp(s - mx) for the row, their sum returned; portable. */
-static float exp_sum_generic(float *s, int64_t n, float mx)
-{
-    float sum = 0.0f;
-    for (int64_t j = 0; j < n; j++) {
-        s[j] = expf(s[j] - mx);
-        sum += s[j];
-    }
-    return sum;
-}
-
-#if TXC_HAVE_X86
-/* expf for 8 lanes (Cephes' polynomial, ~1 ulp over the range that matters;
- * exp(x) for x < -87.3 flushes to 0, exp(-inf) = 0, NaN stays NaN). */
-TXC_AVX2 static inline __m256 exp8(__m256 x)
-{
-    const __m256 hi = _mm256_set1_ps(88.3762626647949f), lo = _mm256_set1_ps(-87.3365447504f);
-    __m256 x0 = x, nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q), under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-    x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-    __m256 fx = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
-    x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
-    __m256 y = _mm256_set1_ps(1.9875691500E-4f);
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507E-3f));
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073E-3f));
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894E-2f));
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459E-1f));
-    y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201E-1f));
-    y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.0f)));
-    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(fx), _mm256_set1_epi32(127)), 23);
-    y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-    y = _mm256_andnot_ps(under, y);
-    return _mm256_blendv_ps(y, x0, nan);
-}
-
-TXC_AVX2 static float exp_sum_avx2(float *s, int64_t n, float mx)
-{
-    __m256 m = _mm256_set1_ps(mx), acc = _mm256_setzero_ps();
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), m));
-        _mm256_storeu_ps(s + j, e);
-        acc = _mm256_add_ps(acc, e);
-    }
-    if (j < n) { /* the tail with masked loads/stores (lanes past n give 0) */
-        __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - j)), lane);
-        __m256 e = exp8(_mm256_sub_ps(_mm256_maskload_ps(s + j, live), m));
-        e = _mm256_and_ps(e, _mm256_castsi256_ps(live));
-        _mm256_maskstore_ps(s + j, live, e);
-        acc = _mm256_add_ps(acc, e);
-    }
-    float v[8];
-    _mm256_storeu_ps(v, acc);
-    return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
-}
-
-/* max of s[0..n) ignoring NaN (as the portable loop), -inf when empty */
-TXC_AVX2 static float max_avx2(const float *s, int64_t n)
-{
-    __m256 m = _mm256_set1_ps(-INFINITY);
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        m = _mm256_max_ps(_mm256_loadu_ps(s + j), m);
-    float v[8], mx = -INFINITY;
-    _mm256_storeu_ps(v, m);
-    for (int i = 0; i < 8; i++)
-        mx = v[i] > mx ? v[i] : mx;
-    for (; j < n; j++)
-        mx = s[j] > mx ? s[j] : mx;
-    return mx;
-}
-#endif
 
 /* softmax over s[0..n) in place; a row with no finite score (everything
  * masked) becomes zeros, as torch. */
-static void softmax_row(float *s, int64_t n, int simd)
+static void softmax_row(float *s, int64_t n)
 {
-    float mx = -INFINITY;
-#if TXC_HAVE_X86
-    if (simd >= 1)
-        mx = max_avx2(s, n);
-    else
-#endif
-        for (int64_t j = 0; j < n; j++)
-            mx = s[j] > mx ? s[j] : mx;
+    float mx = txc_kern_max(s, n, NULL);
     if (mx == -INFINITY) {
         memset(s, 0, (size_t)n * sizeof(float));
         return;
     }
-#if TXC_HAVE_X86
-    float sum = simd >= 1 ? exp_sum_avx2(s, n, mx) : exp_sum_generic(s, n, mx);
-#else
-    float sum = exp_sum_generic(s, n, mx);
-#endif
-    float inv = 1.0f / sum;
+    float inv = (float)(1.0 / txc_kern_exp(s, s, n, mx));
     for (int64_t j = 0; j < n; j++)
         s[j] *= inv;
 }
@@ -231,7 +123,6 @@ static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, con
     }
 #define ROW_LIMIT(i) (pos ? pos[i] + 1 : (i) + 1)
     const int64_t G = Hq / Hkv, R = G * L;
-    const int simd = txc_kern_simd_level();
     const float scale = isnan(a->f[0]) ? (float)(1.0 / sqrt((double)E)) : (float)a->f[0];
 
     /* K and V are read in place when their rows have unit inner stride. */
@@ -340,7 +231,7 @@ static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, con
                                 s[j] += (float)txc_dtype_load(mask->dtype, mp, (size_t)(mo + j * mst[3]));
                         }
                     }
-                    softmax_row(s, valid, simd);
+                    softmax_row(s, valid);
                     if (valid < Sc)
                         memset(s + valid, 0, (size_t)(Sc - valid) * sizeof(float));
                 }

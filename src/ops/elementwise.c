@@ -1,11 +1,13 @@
-/* Elementwise ops: shape/dtype inference and CPU kernels. See ops/registry.h.
+/* Elementwise ops: shape/dtype inference and CPU kernels, and the helpers
+ * every kernel file shares (declared in ops/kernels.h). See ops/registry.h.
  *
  * Structure (shared by every op here and by reduce.c):
  *
  *   txc_ops_loop     an n-d strided loop over a few operands: drops size-1
  *                    dims, coalesces dims whose strides chain, and calls a
  *                    row function for every run of the innermost dim.
- *   txc_ops_convert  strided dtype conversion of n elements (torch's casts).
+ *   txc_ops_convert  strided dtype conversion of n elements (torch's casts,
+ *                    txc_dtype_convert_strided; f16 rows with F16C).
  *   ew_run           the one elementwise driver: for each row, brings every
  *                    input to the op's compute type (float32, int64 or the
  *                    raw result dtype) — pointing straight into memory when
@@ -30,30 +32,18 @@
  * add/sub/mul/div on reduced floats (torch's original_scalar_value) and is
  * rounded to the common dtype for the other ops.
  */
-#include "ops/registry.h"
+#include "ops/kernels.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ==== shared helpers (used by reduce.c too) ============================== */
+/* ==== the strided loop ===================================================== */
 
-#define LOOP_MAX_OPS 6
-
-typedef void (*txc_loop_fn)(void *ctx, const int64_t *off, const int64_t *stride, int64_t n);
-
-void txc_ops_loop(int nops, int ndim, const int64_t *shape, const int64_t (*strides)[TXC_MAX_DIMS],
-                  txc_loop_fn fn, void *ctx);
-void txc_ops_convert(txc_dtype sdt, const void *src, int64_t sstride, txc_dtype ddt, void *dst,
-                     int64_t dstride, int64_t n);
-
-/* Run fn over every innermost row of the index space `shape`; operand k
- * advances by strides[k][d] (caller's units) along dim d. off[k] is the
- * operand's offset at the row start, stride[k] its innermost stride. */
 void txc_ops_loop(int nops, int ndim, const int64_t *shape, const int64_t (*strides)[TXC_MAX_DIMS],
                   txc_loop_fn fn, void *ctx)
 {
-    int64_t sh[TXC_MAX_DIMS], st[LOOP_MAX_OPS][TXC_MAX_DIMS];
+    int64_t sh[TXC_MAX_DIMS], st[TXC_LOOP_MAX_OPS][TXC_MAX_DIMS];
     int nd = 0;
     for (int d = 0; d < ndim; d++) {
         if (shape[d] == 0)
@@ -74,7 +64,7 @@ void txc_ops_loop(int nops, int ndim, const int64_t *shape, const int64_t (*stri
             nd++;
         }
     }
-    int64_t off[LOOP_MAX_OPS] = {0}, inner[LOOP_MAX_OPS] = {0};
+    int64_t off[TXC_LOOP_MAX_OPS] = {0}, inner[TXC_LOOP_MAX_OPS] = {0};
     if (nd == 0) {
         fn(ctx, off, inner, 1);
         return;
@@ -100,112 +90,332 @@ void txc_ops_loop(int nops, int ndim, const int64_t *shape, const int64_t (*stri
     }
 }
 
-/* float -> int64 as torch's cast (truncation); NaN / out of range give 0
- * (undefined in C, unspecified in torch). */
-static inline int64_t f2i64(double v)
+/* ==== conversions =========================================================== */
+
+#if TXC_HAVE_X86
+TXC_AVX2 static void f16_to_f32_avx2(const uint16_t *s, float *d, int64_t n)
 {
-    return (v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? (int64_t)v : 0;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+    for (; i < n; i++)
+        d[i] = txc_f16_to_f32(s[i]);
 }
 
-/* bfloat16 <-> float32 inline (the same rounding as txc_f32_to_bf16: nearest
- * even, NaN stays quiet NaN) so conversion loops vectorise. */
-static inline float bf16_to_f32(uint16_t h)
+TXC_AVX2 static void f32_to_f16_avx2(const float *s, uint16_t *d, int64_t n)
 {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++)
+        d[i] = txc_f32_to_f16(s[i]);
 }
+#endif
 
-static inline uint16_t f32_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    uint32_t q = (u >> 16) | 0x40u;
-    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
-}
-
-#define TO_I64(x) _Generic((x), float: f2i64(x), double: f2i64(x), default: (int64_t)(x))
-#define WR_F32(x) ((float)(x))
-#define WR_F16(x) txc_f32_to_f16((float)(x))
-#define WR_BF16(x) f32_to_bf16((float)(x))
-#define WR_I64(x) TO_I64(x)
-#define WR_I32(x) ((int32_t)(uint32_t)(uint64_t)TO_I64(x))
-#define WR_BOOL(x) ((uint8_t)((x) != 0))
-
-#define CVT_LOOP(ST, DT, EXPR)                                                         \
-    do {                                                                               \
-        if (sstride == (int64_t)sizeof(ST) && dstride == (int64_t)sizeof(DT)) {        \
-            const ST *restrict s_ = src;                                               \
-            DT *restrict d_ = dst;                                                     \
-            for (int64_t i = 0; i < n; i++) {                                          \
-                ST v = s_[i];                                                          \
-                d_[i] = (DT)(EXPR);                                                    \
-            }                                                                          \
-        } else {                                                                       \
-            const char *s_ = src;                                                      \
-            char *d_ = dst;                                                            \
-            for (int64_t i = 0; i < n; i++, s_ += sstride, d_ += dstride) {            \
-                ST v;                                                                  \
-                memcpy(&v, s_, sizeof v);                                              \
-                DT r_ = (DT)(EXPR);                                                    \
-                memcpy(d_, &r_, sizeof r_);                                            \
-            }                                                                          \
-        }                                                                              \
-    } while (0)
-
-#define CVT_FROM(DT, WR)                                                               \
-    switch (sdt) {                                                                     \
-    case TXC_F32: CVT_LOOP(float, DT, WR(v)); break;                                   \
-    case TXC_F16: CVT_LOOP(uint16_t, DT, WR(txc_f16_to_f32(v))); break;                \
-    case TXC_BF16: CVT_LOOP(uint16_t, DT, WR(bf16_to_f32(v))); break;                  \
-    case TXC_I32: CVT_LOOP(int32_t, DT, WR(v)); break;                                 \
-    case TXC_I64: CVT_LOOP(int64_t, DT, WR(v)); break;                                 \
-    case TXC_BOOL: CVT_LOOP(uint8_t, DT, WR((uint8_t)(v != 0))); break;                \
-    default: break;                                                                    \
-    }
-
-/* Convert n elements (strides in bytes), with torch's cast rules. */
 void txc_ops_convert(txc_dtype sdt, const void *src, int64_t sstride, txc_dtype ddt, void *dst,
                      int64_t dstride, int64_t n)
 {
-    if (n <= 0)
-        return;
-    if (sdt == ddt) {
-        size_t es = txc_dtype_size(sdt);
-        if (sstride == (int64_t)es && dstride == (int64_t)es) {
-            memcpy(dst, src, (size_t)n * es);
-            return;
-        }
-        const char *s = src;
-        char *d = dst;
-        for (int64_t i = 0; i < n; i++, s += sstride, d += dstride)
-            memcpy(d, s, es);
+#if TXC_HAVE_X86
+    /* f16 <-> f32 contiguous rows: F16C (the portable loop vectorises too,
+     * with more instructions) */
+    if (n >= 8 && ((sdt == TXC_F16 && ddt == TXC_F32 && sstride == 2 && dstride == 4) ||
+                   (sdt == TXC_F32 && ddt == TXC_F16 && sstride == 4 && dstride == 2)) &&
+        txc_kern_simd_level() >= 1) {
+        if (sdt == TXC_F16)
+            f16_to_f32_avx2(src, dst, n);
+        else
+            f32_to_f16_avx2(src, dst, n);
         return;
     }
-    switch (ddt) {
-    case TXC_F32: CVT_FROM(float, WR_F32); break;
-    case TXC_F16: CVT_FROM(uint16_t, WR_F16); break;
-    case TXC_BF16: CVT_FROM(uint16_t, WR_BF16); break;
-    case TXC_I32: CVT_FROM(int32_t, WR_I32); break;
-    case TXC_I64: CVT_FROM(int64_t, WR_I64); break;
-    case TXC_BOOL: CVT_FROM(uint8_t, WR_BOOL); break;
-    default: break;
-    }
+#endif
+    txc_dtype_convert_strided(sdt, src, sstride, ddt, dst, dstride, n);
 }
 
-/* Round float32 values through a reduced float dtype (torch's cast of an
- * input to the common dtype before an op computed in float32). */
-static void round_through(txc_dtype dt, float *x, int64_t n)
+typedef struct copy_ctx {
+    const char *src;
+    char *dst;
+    txc_dtype sdt, ddt;
+} copy_ctx;
+
+static void copy_row(void *vc, const int64_t *off, const int64_t *st, int64_t n)
+{
+    const copy_ctx *c = vc;
+    txc_ops_convert(c->sdt, c->src + off[1], st[1], c->ddt, c->dst + off[0], st[0], n);
+}
+
+void txc_kern_copy(int ndim, const int64_t *shape, const void *src, txc_dtype sdt, const int64_t *sstrides,
+                   void *dst, txc_dtype ddt, const int64_t *dstrides)
+{
+    int64_t st[2][TXC_MAX_DIMS];
+    int64_t es = (int64_t)txc_dtype_size(sdt), ed = (int64_t)txc_dtype_size(ddt);
+    for (int d = 0; d < ndim; d++) {
+        st[0][d] = dstrides[d] * ed;
+        st[1][d] = sstrides[d] * es;
+    }
+    copy_ctx c = {.src = src, .dst = dst, .sdt = sdt, .ddt = ddt};
+    txc_ops_loop(2, ndim, shape, (const int64_t(*)[TXC_MAX_DIMS])st, copy_row, &c);
+}
+
+void txc_kern_round_through(txc_dtype dt, float *x, int64_t n)
 {
     if (dt == TXC_BF16)
         for (int64_t i = 0; i < n; i++)
-            x[i] = bf16_to_f32(f32_to_bf16(x[i]));
+            x[i] = txc_kern_round_to(TXC_BF16, x[i]);
     else if (dt == TXC_F16)
         for (int64_t i = 0; i < n; i++)
-            x[i] = txc_f16_to_f32(txc_f32_to_f16(x[i]));
+            x[i] = txc_kern_round_to(TXC_F16, x[i]);
 }
+
+/* ==== vector math =============================================================== */
+
+enum { VM_EXP, VM_SIGMOID, VM_SILU };
+
+/* The portable path: the C library's expf. */
+static inline __attribute__((always_inline)) double vm_scalar(const int op, float *y, const float *x, int64_t n,
+                                                              float shift)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i], r;
+        if (op == VM_EXP) {
+            r = expf(v - shift);
+            sum += r;
+        } else {
+            float d = 1.0f + expf(-v);
+            r = op == VM_SILU ? v / d : 1.0f / d;
+        }
+        if (y)
+            y[i] = r;
+    }
+    return sum;
+}
+
+#if TXC_HAVE_X86
+/* Cephes' expf: x = k ln2 + r (Cody-Waite, |r| <= ln2/2), a degree-6
+ * polynomial for exp(r), times 2^k. */
+#define EXP_LOG2E 1.44269504088896341f
+#define EXP_C1 0.693359375f
+#define EXP_C2 -2.12194440e-4f
+#define EXP_P0 1.9875691500E-4f
+#define EXP_P1 1.3981999507E-3f
+#define EXP_P2 8.3334519073E-3f
+#define EXP_P3 4.1665795894E-2f
+#define EXP_P4 1.6666665459E-1f
+#define EXP_P5 5.0000001201E-1f
+
+/* 8 lanes. 2^k is applied in two halves so that results below 2^-126 come
+ * out subnormal (not 0) and x above 88.72 overflows to inf, as expf. */
+TXC_INLINE_AVX2 __m256 exp8(__m256 x)
+{
+    __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.0f)), _mm256_set1_ps(89.0f));
+    __m256 k = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(EXP_LOG2E)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(EXP_C1), xc);
+    r = _mm256_fnmadd_ps(k, _mm256_set1_ps(EXP_C2), r);
+    __m256 p = _mm256_set1_ps(EXP_P0);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P5));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i ki = _mm256_cvtps_epi32(k), k1 = _mm256_srai_epi32(ki, 1), k2 = _mm256_sub_epi32(ki, k1);
+    __m256i bias = _mm256_set1_epi32(127);
+    p = _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23)));
+    p = _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, bias), 23)));
+    return _mm256_blendv_ps(p, x, nan);
+}
+
+TXC_INLINE_AVX2 __m256 vm8(const int op, __m256 x, __m256 shift)
+{
+    if (op == VM_EXP)
+        return exp8(_mm256_sub_ps(x, shift));
+    __m256 one = _mm256_set1_ps(1.0f);
+    __m256 d = _mm256_add_ps(one, exp8(_mm256_xor_ps(x, _mm256_set1_ps(-0.0f))));
+    return _mm256_div_ps(op == VM_SILU ? x : one, d);
+}
+
+TXC_INLINE_AVX2 __m256d sum8(__m256d acc, __m256 v)
+{
+    acc = _mm256_add_pd(acc, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+    return _mm256_add_pd(acc, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+}
+
+TXC_INLINE_AVX2 double vm_loop8(const int op, float *y, const float *x, int64_t n, float shift)
+{
+    __m256 sh = _mm256_set1_ps(shift);
+    __m256d acc = _mm256_setzero_pd();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = vm8(op, _mm256_loadu_ps(x + i), sh);
+        if (y)
+            _mm256_storeu_ps(y + i, v);
+        if (op == VM_EXP)
+            acc = sum8(acc, v);
+    }
+    if (i < n) { /* the tail with masked loads/stores (lanes past n give 0) */
+        __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - i)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256 v = _mm256_and_ps(vm8(op, _mm256_maskload_ps(x + i, live), sh), _mm256_castsi256_ps(live));
+        if (y)
+            _mm256_maskstore_ps(y + i, live, v);
+        if (op == VM_EXP)
+            acc = sum8(acc, v);
+    }
+    double s[4];
+    _mm256_storeu_pd(s, acc);
+    return (s[0] + s[2]) + (s[1] + s[3]);
+}
+
+TXC_AVX2 static double vm_avx2(int op, float *y, const float *x, int64_t n, float shift)
+{
+    switch (op) {
+    case VM_EXP: return vm_loop8(VM_EXP, y, x, n, shift);
+    case VM_SIGMOID: return vm_loop8(VM_SIGMOID, y, x, n, shift);
+    default: return vm_loop8(VM_SILU, y, x, n, shift);
+    }
+}
+
+/* 16 lanes; scalef applies 2^k with one rounding (subnormals, overflow). */
+TXC_INLINE_AVX512 __m512 exp16(__m512 x)
+{
+    __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(89.0f));
+    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(EXP_LOG2E)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(EXP_C1), xc);
+    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(EXP_C2), r);
+    __m512 p = _mm512_set1_ps(EXP_P0);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P5));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    p = _mm512_scalef_ps(p, k);
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), p, x);
+}
+
+TXC_INLINE_AVX512 __m512 vm16(const int op, __m512 x, __m512 shift)
+{
+    if (op == VM_EXP)
+        return exp16(_mm512_sub_ps(x, shift));
+    __m512 one = _mm512_set1_ps(1.0f);
+    __m512 d = _mm512_add_ps(one, exp16(_mm512_castsi512_ps(
+                                      _mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u)))));
+    return _mm512_div_ps(op == VM_SILU ? x : one, d);
+}
+
+TXC_INLINE_AVX512 __m512d sum16(__m512d acc, __m512 v)
+{
+    acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+    return _mm512_add_pd(acc, _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
+}
+
+TXC_INLINE_AVX512 double vm_loop16(const int op, float *y, const float *x, int64_t n, float shift)
+{
+    __m512 sh = _mm512_set1_ps(shift);
+    __m512d acc = _mm512_setzero_pd();
+    for (int64_t i = 0; i < n; i += 16) { /* masked: the tail too (lanes past n give 0) */
+        __mmask16 live = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+        __m512 v = _mm512_maskz_mov_ps(live, vm16(op, _mm512_maskz_loadu_ps(live, x + i), sh));
+        if (y)
+            _mm512_mask_storeu_ps(y + i, live, v);
+        if (op == VM_EXP)
+            acc = sum16(acc, v);
+    }
+    return _mm512_reduce_add_pd(acc);
+}
+
+TXC_AVX512 static double vm_avx512(int op, float *y, const float *x, int64_t n, float shift)
+{
+    switch (op) {
+    case VM_EXP: return vm_loop16(VM_EXP, y, x, n, shift);
+    case VM_SIGMOID: return vm_loop16(VM_SIGMOID, y, x, n, shift);
+    default: return vm_loop16(VM_SILU, y, x, n, shift);
+    }
+}
+#endif
+
+static double vm_run(int op, float *y, const float *x, int64_t n, float shift)
+{
+    if (n <= 0)
+        return 0.0;
+#if TXC_HAVE_X86
+    int simd = txc_kern_simd_level();
+    if (simd >= 2)
+        return vm_avx512(op, y, x, n, shift);
+    if (simd >= 1)
+        return vm_avx2(op, y, x, n, shift);
+#endif
+    switch (op) { /* constant op for the compiler */
+    case VM_EXP: return vm_scalar(VM_EXP, y, x, n, shift);
+    case VM_SIGMOID: return vm_scalar(VM_SIGMOID, y, x, n, shift);
+    default: return vm_scalar(VM_SILU, y, x, n, shift);
+    }
+}
+
+double txc_kern_exp(float *y, const float *x, int64_t n, float shift) { return vm_run(VM_EXP, y, x, n, shift); }
+void txc_kern_sigmoid(float *y, const float *x, int64_t n) { vm_run(VM_SIGMOID, y, x, n, 0.0f); }
+void txc_kern_silu(float *y, const float *x, int64_t n) { vm_run(VM_SILU, y, x, n, 0.0f); }
+
+#if TXC_HAVE_X86
+TXC_AVX2 static float max_avx2(const float *x, int64_t n, bool *nan)
+{
+    __m256 m = _mm256_set1_ps(-INFINITY), nn = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        nn = _mm256_or_ps(nn, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        m = _mm256_max_ps(v, m); /* a NaN in v gives m */
+    }
+    float v[8], r = -INFINITY;
+    _mm256_storeu_ps(v, m);
+    bool any = _mm256_movemask_ps(nn) != 0;
+    for (int k = 0; k < 8; k++)
+        r = v[k] > r ? v[k] : r;
+    for (; i < n; i++) {
+        any |= x[i] != x[i];
+        r = x[i] > r ? x[i] : r;
+    }
+    if (nan)
+        *nan = any;
+    return r;
+}
+#endif
+
+float txc_kern_max(const float *x, int64_t n, bool *nan)
+{
+#if TXC_HAVE_X86
+    if (txc_kern_simd_level() >= 1)
+        return max_avx2(x, n, nan);
+#endif
+    float mx[8];
+    int nn[8] = {0};
+    for (int k = 0; k < 8; k++)
+        mx[k] = -INFINITY;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) {
+            float v = x[i + k];
+            nn[k] |= v != v;
+            mx[k] = v > mx[k] ? v : mx[k];
+        }
+    for (; i < n; i++) {
+        nn[0] |= x[i] != x[i];
+        mx[0] = x[i] > mx[0] ? x[i] : mx[0];
+    }
+    float r = mx[0];
+    int any = nn[0];
+    for (int k = 1; k < 8; k++) {
+        r = mx[k] > r ? mx[k] : r;
+        any |= nn[k];
+    }
+    if (nan)
+        *nan = any != 0;
+    return r;
+}
+
+/* ==== small helpers ================================================================ */
 
 static bool is_reduced(txc_dtype d) { return d == TXC_F16 || d == TXC_BF16; }
 
@@ -252,7 +462,7 @@ static void ew_load(const ew_input *in, const char *p, int64_t stride, int64_t m
 {
     txc_ops_convert(in->dtype, p, stride, in->ct, buf, (int64_t)txc_dtype_size(in->ct), m);
     if (in->via != in->ct && in->via != in->dtype)
-        round_through(in->via, buf, m);
+        txc_kern_round_through(in->via, buf, m);
 }
 
 static void ew_row(void *vctx, const int64_t *off, const int64_t *st, int64_t n)
@@ -422,7 +632,7 @@ static void pow_scalar_f32(int64_t n, float *restrict o, const float *restrict x
 {
     if (dt == TXC_BF16 && (e == 3.0f || e == -2.0f)) {
         for (int64_t i = 0; i < n; i++) {
-            float sq = bf16_to_f32(f32_to_bf16(x[i] * x[i]));
+            float sq = txc_kern_round_to(TXC_BF16, x[i] * x[i]);
             o[i] = e == 3.0f ? sq * x[i] : 1.0f / sq;
         }
     } else if (e == 2.0f)
@@ -519,6 +729,9 @@ static void k_unary_f32(const void *ctx, int64_t n, void *out, const void *const
     case TXC_OP_SIN: UN_LOOP(float, float, sinf(x)); break;
     case TXC_OP_COS: UN_LOOP(float, float, cosf(x)); break;
     case TXC_OP_TANH: UN_LOOP(float, float, tanhf(x)); break;
+    /* (the C library's expf, as the JIT's fused kernels: fused and eager
+     * results stay bit for bit equal; txc_kern_sigmoid/silu are the
+     * vector versions to switch both to together) */
     case TXC_OP_SIGMOID: UN_LOOP(float, float, 1.0f / (1.0f + expf(-x))); break;
     case TXC_OP_SILU: UN_LOOP(float, float, x / (1.0f + expf(-x))); break;
     case TXC_OP_GELU:
@@ -637,7 +850,7 @@ static txc_status bin_plan_make(txc_op_id op, txc_tensor *const *in, int n_in, c
              * dtype (checked bit for bit against torch on f16/bf16). */
             bool keep = op == TXC_OP_MUL || op == TXC_OP_DIV;
             if (!keep)
-                round_through(p->common, &p->s.f, 1);
+                txc_kern_round_through(p->common, &p->s.f, 1);
         }
     }
     return TXC_OK;

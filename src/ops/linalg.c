@@ -10,37 +10,16 @@
  * tiles of dot products for NT, 4 rows x 16 columns of broadcast-FMAs for
  * NN), chosen at run time; elsewhere a portable C path runs. No threads yet.
  */
-#include "ops/registry.h"
+#include "ops/kernels.h"
 
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(TXC_NO_SIMD)
+#if TXC_HAVE_X86
 #include <cpuid.h>
-#include <immintrin.h>
-#define TXC_HAVE_X86 1
-#define TXC_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define TXC_INLINE_AVX2 static inline __attribute__((always_inline, target("avx2,fma,f16c")))
-#define TXC_AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
-#define TXC_AVX512 __attribute__((target(TXC_AVX512_TARGET)))
-#define TXC_INLINE_AVX512 static inline __attribute__((always_inline, target(TXC_AVX512_TARGET)))
-#else
-#define TXC_HAVE_X86 0
 #endif
-
-/* Shared with attention.c / nn.c (declared there; see the report on a header). */
-void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
-                      txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
-void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
-                      txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
-void txc_kern_to_f32(txc_dtype dt, const void *src, int64_t stride, float *dst, int64_t n);
-void txc_kern_from_f32(txc_dtype dt, const float *src, void *dst, int64_t n);
-const char *txc_kern_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape);
-int txc_kern_simd_level(void);
-void txc_kern_set_simd_level(int level);
 
 /* ---- CPU features ------------------------------------------------------------ */
 
@@ -73,119 +52,7 @@ int txc_kern_simd_level(void)
 /* -1: automatic; 0: the portable C kernels, 1: at most AVX2 (for tests). */
 void txc_kern_set_simd_level(int level) { __atomic_store_n(&simd_override, level, __ATOMIC_RELAXED); }
 
-/* ---- conversions --------------------------------------------------------------- */
-
-static inline float bf16_to_f32(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static inline uint16_t f32_to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-#if TXC_HAVE_X86
-TXC_AVX2 static void f16_to_f32_avx2(const uint16_t *s, float *d, int64_t n)
-{
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
-    for (; i < n; i++)
-        d[i] = txc_f16_to_f32(s[i]);
-}
-
-TXC_AVX2 static void f32_to_f16_avx2(const float *s, uint16_t *d, int64_t n)
-{
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
-    for (; i < n; i++)
-        d[i] = txc_f32_to_f16(s[i]);
-}
-#endif
-
-/* n elements of `dt` at `src` (element stride `stride`) to contiguous f32. */
-void txc_kern_to_f32(txc_dtype dt, const void *src, int64_t stride, float *dst, int64_t n)
-{
-    if (n <= 0)
-        return;
-    if (stride == 1 || n == 1) {
-        switch (dt) {
-        case TXC_F32: memcpy(dst, src, (size_t)n * 4); return;
-        case TXC_BF16: {
-            const uint16_t *s = src;
-            for (int64_t i = 0; i < n; i++)
-                dst[i] = bf16_to_f32(s[i]);
-            return;
-        }
-        case TXC_F16:
-#if TXC_HAVE_X86
-            if (txc_kern_simd_level() >= 1) {
-                f16_to_f32_avx2(src, dst, n);
-                return;
-            }
-#endif
-            for (int64_t i = 0; i < n; i++)
-                dst[i] = txc_f16_to_f32(((const uint16_t *)src)[i]);
-            return;
-        default:
-            for (int64_t i = 0; i < n; i++)
-                dst[i] = (float)txc_dtype_load(dt, src, (size_t)i);
-            return;
-        }
-    }
-    switch (dt) {
-    case TXC_F32:
-        for (int64_t i = 0; i < n; i++)
-            dst[i] = ((const float *)src)[i * stride];
-        return;
-    case TXC_BF16:
-        for (int64_t i = 0; i < n; i++)
-            dst[i] = bf16_to_f32(((const uint16_t *)src)[i * stride]);
-        return;
-    default:
-        for (int64_t i = 0; i < n; i++)
-            dst[i] = (float)txc_dtype_load(dt, src, (size_t)(i * stride));
-        return;
-    }
-}
-
-/* n contiguous f32 to contiguous `dt` (round to nearest even; torch's casts). */
-void txc_kern_from_f32(txc_dtype dt, const float *src, void *dst, int64_t n)
-{
-    if (n <= 0)
-        return;
-    switch (dt) {
-    case TXC_F32: memmove(dst, src, (size_t)n * 4); return;
-    case TXC_BF16:
-        for (int64_t i = 0; i < n; i++)
-            ((uint16_t *)dst)[i] = f32_to_bf16(src[i]);
-        return;
-    case TXC_F16:
-#if TXC_HAVE_X86
-        if (txc_kern_simd_level() >= 1) {
-            f32_to_f16_avx2(src, dst, n);
-            return;
-        }
-#endif
-        for (int64_t i = 0; i < n; i++)
-            ((uint16_t *)dst)[i] = txc_f32_to_f16(src[i]);
-        return;
-    default:
-        for (int64_t i = 0; i < n; i++)
-            txc_dtype_store(dt, dst, (size_t)i, src[i]);
-        return;
-    }
-}
+/* ---- messages ------------------------------------------------------------------ */
 
 const char *txc_kern_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape)
 {
@@ -222,7 +89,7 @@ static void gemm_nt_generic(int64_t M, int64_t N, int64_t K, const float *A, int
 {
     float *row = NULL;
     if (bdt != TXC_F32) {
-        row = malloc((size_t)K * sizeof(float));
+        row = txc_scratch((size_t)K * sizeof(float), TXC_SCRATCH_ROW);
         if (!row) { /* no memory for a row: element by element */
             for (int64_t j = 0; j < N; j++)
                 for (int64_t i = 0; i < M; i++) {
@@ -243,7 +110,6 @@ static void gemm_nt_generic(int64_t M, int64_t N, int64_t K, const float *A, int
         for (int64_t i = 0; i < M; i++)
             C[i * ldc + j] = dot_f32(A + i * lda, b, K);
     }
-    free(row);
 }
 
 static void gemm_nn_generic(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
@@ -253,7 +119,7 @@ static void gemm_nn_generic(int64_t M, int64_t N, int64_t K, const float *A, int
         memset(C + i * ldc, 0, (size_t)N * sizeof(float));
     float *row = NULL;
     if (bdt != TXC_F32) {
-        row = malloc((size_t)N * sizeof(float));
+        row = txc_scratch((size_t)N * sizeof(float), TXC_SCRATCH_ROW);
         if (!row) {
             for (int64_t i = 0; i < M; i++)
                 for (int64_t j = 0; j < N; j++) {
@@ -277,7 +143,6 @@ static void gemm_nn_generic(int64_t M, int64_t N, int64_t K, const float *A, int
                 c[j] += a * b[j];
         }
     }
-    free(row);
 }
 
 /* ---- AVX2 kernels ---------------------------------------------------------------- */
@@ -302,7 +167,7 @@ TXC_INLINE_AVX2 float ld1(const char *p, const int dt)
         return f;
     }
     memcpy(&h, p, 2);
-    return dt == TXC_BF16 ? bf16_to_f32(h) : _cvtsh_ss(h);
+    return dt == TXC_BF16 ? txc_bf16_to_f32(h) : _cvtsh_ss(h);
 }
 
 TXC_INLINE_AVX2 float hsum8(__m256 v)
@@ -363,55 +228,55 @@ TXC_INLINE_AVX2 void nt_tile(const int MR, const int NR, const int DT, int64_t K
     }
 }
 
-/* C = A·Bᵀ over blocks of B rows that stay in L2 while every A row uses them. */
-TXC_INLINE_AVX2 void nt_blocked(const int DT, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                                const char *B, int64_t ldb, float *C, int64_t ldc)
-{
-    const size_t es = DT == TXC_F32 ? 4 : 2;
-    int64_t nb = (int64_t)(160 * 1024 / ((size_t)(K > 0 ? K : 1) * es)) & ~(int64_t)3;
-    if (nb < 4)
-        nb = 4;
-    for (int64_t n0 = 0; n0 < N; n0 += nb) {
-        int64_t n1 = n0 + nb < N ? n0 + nb : N;
-        int64_t m = 0;
-        for (; m + 4 <= M; m += 4) {
-            const float *a = A + m * lda;
-            float *c = C + m * ldc;
-            int64_t n = n0;
-            for (; n + 4 <= n1; n += 4)
-                nt_tile(4, 4, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);
-            for (; n < n1; n++)
-                nt_tile(4, 1, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);
-        }
-        for (; m < M; m++) {
-            const float *a = A + m * lda;
-            float *c = C + m * ldc;
-            int64_t n = n0;
-            for (; n + 4 <= n1; n += 4)
-                nt_tile(1, 4, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);
-            for (; n < n1; n++)
-                nt_tile(1, 1, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);
-        }
+/* C = A·Bᵀ over blocks of B rows that stay in L2 while every A row uses
+ * them, in MR x NR tiles of TILE: stamped once per ISA (a driver is compiled
+ * for its tiles' target). */
+#define NT_BLOCKED(ATTR, NAME, TILE)                                                                       \
+    ATTR void NAME(const int DT, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const char *B, \
+                   int64_t ldb, float *C, int64_t ldc)                                                     \
+    {                                                                                                      \
+        const size_t es = DT == TXC_F32 ? 4 : 2;                                                           \
+        int64_t nb = (int64_t)(160 * 1024 / ((size_t)(K > 0 ? K : 1) * es)) & ~(int64_t)3;                \
+        if (nb < 4)                                                                                        \
+            nb = 4;                                                                                        \
+        for (int64_t n0 = 0; n0 < N; n0 += nb) {                                                           \
+            int64_t n1 = n0 + nb < N ? n0 + nb : N;                                                        \
+            for (int64_t m = 0; m < M;) {                                                                  \
+                const float *a = A + m * lda;                                                              \
+                float *c = C + m * ldc;                                                                    \
+                int64_t n = n0;                                                                            \
+                if (m + 4 <= M) {                                                                          \
+                    for (; n + 4 <= n1; n += 4)                                                            \
+                        TILE(4, 4, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);            \
+                    for (; n < n1; n++)                                                                    \
+                        TILE(4, 1, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);            \
+                    m += 4;                                                                                \
+                } else {                                                                                   \
+                    for (; n + 4 <= n1; n += 4)                                                            \
+                        TILE(1, 4, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);            \
+                    for (; n < n1; n++)                                                                    \
+                        TILE(1, 1, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);            \
+                    m += 1;                                                                                \
+                }                                                                                          \
+            }                                                                                              \
+        }                                                                                                  \
     }
-}
 
-TXC_AVX2 static void nt_avx2_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
-                                 int64_t ldb, float *C, int64_t ldc)
-{
-    nt_blocked(TXC_F32, M, N, K, A, lda, B, ldb, C, ldc);
-}
+/* The dispatch of a kernel over B's dtype (constant inside each call). */
+#define DT_DISPATCH(ATTR, NAME, IMPL)                                                                      \
+    ATTR static void NAME(const int DT, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,       \
+                          const void *B, int64_t ldb, float *C, int64_t ldc)                               \
+    {                                                                                                      \
+        if (DT == TXC_F32)                                                                                 \
+            IMPL(TXC_F32, M, N, K, A, lda, B, ldb, C, ldc);                                                \
+        else if (DT == TXC_BF16)                                                                           \
+            IMPL(TXC_BF16, M, N, K, A, lda, B, ldb, C, ldc);                                               \
+        else                                                                                               \
+            IMPL(TXC_F16, M, N, K, A, lda, B, ldb, C, ldc);                                                \
+    }
 
-TXC_AVX2 static void nt_avx2_bf16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
-                                  int64_t ldb, float *C, int64_t ldc)
-{
-    nt_blocked(TXC_BF16, M, N, K, A, lda, B, ldb, C, ldc);
-}
-
-TXC_AVX2 static void nt_avx2_f16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
-                                 int64_t ldb, float *C, int64_t ldc)
-{
-    nt_blocked(TXC_F16, M, N, K, A, lda, B, ldb, C, ldc);
-}
+NT_BLOCKED(TXC_INLINE_AVX2, nt_blocked, nt_tile)
+DT_DISPATCH(TXC_AVX2, nt_avx2, nt_blocked)
 
 /* One MR x (8*NV) tile of C = A·B (B row-major): broadcast A, FMA rows of B. */
 TXC_INLINE_AVX2 void nn_tile(const int MR, const int NV, const int DT, int64_t K, const float *A, int64_t lda,
@@ -476,23 +341,7 @@ TXC_INLINE_AVX2 void nn_blocked(const int DT, int64_t M, int64_t N, int64_t K, c
         nn_cols_tail(DT, M, j, N, K, A, lda, B, ldb, C, ldc);
 }
 
-TXC_AVX2 static void nn_avx2_f32(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
-                                 int64_t ldb, float *C, int64_t ldc)
-{
-    nn_blocked(TXC_F32, M, N, K, A, lda, B, ldb, C, ldc);
-}
-
-TXC_AVX2 static void nn_avx2_bf16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
-                                  int64_t ldb, float *C, int64_t ldc)
-{
-    nn_blocked(TXC_BF16, M, N, K, A, lda, B, ldb, C, ldc);
-}
-
-TXC_AVX2 static void nn_avx2_f16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
-                                 int64_t ldb, float *C, int64_t ldc)
-{
-    nn_blocked(TXC_F16, M, N, K, A, lda, B, ldb, C, ldc);
-}
+DT_DISPATCH(TXC_AVX2, nn_avx2, nn_blocked)
 
 /* ---- AVX-512 kernels (same tiles, 16 lanes, masked tails) ------------------------ */
 
@@ -566,47 +415,8 @@ TXC_INLINE_AVX512 void nt_tile512(const int MR, const int NR, const int DT, int6
     }
 }
 
-TXC_INLINE_AVX512 void nt_blocked512(const int DT, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                                     const char *B, int64_t ldb, float *C, int64_t ldc)
-{
-    const size_t es = DT == TXC_F32 ? 4 : 2;
-    int64_t nb = (int64_t)(160 * 1024 / ((size_t)(K > 0 ? K : 1) * es)) & ~(int64_t)3;
-    if (nb < 4)
-        nb = 4;
-    for (int64_t n0 = 0; n0 < N; n0 += nb) {
-        int64_t n1 = n0 + nb < N ? n0 + nb : N;
-        int64_t m = 0;
-        for (; m + 4 <= M; m += 4) {
-            const float *a = A + m * lda;
-            float *c = C + m * ldc;
-            int64_t n = n0;
-            for (; n + 4 <= n1; n += 4)
-                nt_tile512(4, 4, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);
-            for (; n < n1; n++)
-                nt_tile512(4, 1, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);
-        }
-        for (; m < M; m++) {
-            const float *a = A + m * lda;
-            float *c = C + m * ldc;
-            int64_t n = n0;
-            for (; n + 4 <= n1; n += 4)
-                nt_tile512(1, 4, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);
-            for (; n < n1; n++)
-                nt_tile512(1, 1, DT, K, a, lda, B + (size_t)(n * ldb) * es, ldb, c + n, ldc);
-        }
-    }
-}
-
-TXC_AVX512 static void nt_avx512(const int DT, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                                 const void *B, int64_t ldb, float *C, int64_t ldc)
-{
-    if (DT == TXC_F32)
-        nt_blocked512(TXC_F32, M, N, K, A, lda, B, ldb, C, ldc);
-    else if (DT == TXC_BF16)
-        nt_blocked512(TXC_BF16, M, N, K, A, lda, B, ldb, C, ldc);
-    else
-        nt_blocked512(TXC_F16, M, N, K, A, lda, B, ldb, C, ldc);
-}
+NT_BLOCKED(TXC_INLINE_AVX512, nt_blocked512, nt_tile512)
+DT_DISPATCH(TXC_AVX512, nt_avx512, nt_blocked512)
 
 /* MR rows x NV vectors of 16 columns; the last vector reads/writes only the
  * lanes in `last` (a column tail). */
@@ -662,16 +472,7 @@ TXC_INLINE_AVX512 void nn_blocked512(const int DT, int64_t M, int64_t N, int64_t
     }
 }
 
-TXC_AVX512 static void nn_avx512(const int DT, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                                 const void *B, int64_t ldb, float *C, int64_t ldc)
-{
-    if (DT == TXC_F32)
-        nn_blocked512(TXC_F32, M, N, K, A, lda, B, ldb, C, ldc);
-    else if (DT == TXC_BF16)
-        nn_blocked512(TXC_BF16, M, N, K, A, lda, B, ldb, C, ldc);
-    else
-        nn_blocked512(TXC_F16, M, N, K, A, lda, B, ldb, C, ldc);
-}
+DT_DISPATCH(TXC_AVX512, nn_avx512, nn_blocked512)
 #endif
 
 /* ---- GEMM entry points ------------------------------------------------------------- */
@@ -689,11 +490,10 @@ void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
 #if TXC_HAVE_X86
     const int simd = txc_kern_simd_level();
     if (simd >= 1) {
+        void (*nt)(int, int64_t, int64_t, int64_t, const float *, int64_t, const void *, int64_t, float *,
+                   int64_t) = simd >= 2 ? nt_avx512 : nt_avx2;
         if (bdt == TXC_F32) {
-            if (simd >= 2)
-                nt_avx512(TXC_F32, M, N, K, A, lda, B, ldb, C, ldc);
-            else
-                nt_avx2_f32(M, N, K, A, lda, B, ldb, C, ldc);
+            nt(TXC_F32, M, N, K, A, lda, B, ldb, C, ldc);
             return;
         }
         /* Half-precision B: convert on the fly for up to 4 rows of A (GEMV
@@ -707,25 +507,18 @@ void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
                 nb = 4;
             if (nb > N)
                 nb = N;
-            tmp = malloc((size_t)nb * (size_t)K * sizeof(float));
+            tmp = txc_scratch((size_t)nb * (size_t)K * sizeof(float), TXC_SCRATCH_ROW);
         }
         if (!tmp) {
-            if (simd >= 2)
-                nt_avx512(bdt, M, N, K, A, lda, B, ldb, C, ldc);
-            else
-                (bdt == TXC_BF16 ? nt_avx2_bf16 : nt_avx2_f16)(M, N, K, A, lda, B, ldb, C, ldc);
+            nt(bdt, M, N, K, A, lda, B, ldb, C, ldc);
             return;
         }
         for (int64_t n0 = 0; n0 < N; n0 += nb) {
             int64_t n = n0 + nb < N ? nb : N - n0;
             for (int64_t j = 0; j < n; j++)
                 txc_kern_to_f32(bdt, (const char *)B + (size_t)((n0 + j) * ldb) * 2, 1, tmp + j * K, K);
-            if (simd >= 2)
-                nt_avx512(TXC_F32, M, n, K, A, lda, tmp, K, C + n0, ldc);
-            else
-                nt_avx2_f32(M, n, K, A, lda, tmp, K, C + n0, ldc);
+            nt(TXC_F32, M, n, K, A, lda, tmp, K, C + n0, ldc);
         }
-        free(tmp);
         return;
     }
 #endif
@@ -744,13 +537,8 @@ void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
     }
 #if TXC_HAVE_X86
     const int simd = txc_kern_simd_level();
-    if (simd >= 2) {
-        nn_avx512(bdt, M, N, K, A, lda, B, ldb, C, ldc);
-        return;
-    }
     if (simd >= 1) {
-        (bdt == TXC_F32 ? nn_avx2_f32 : bdt == TXC_BF16 ? nn_avx2_bf16 : nn_avx2_f16)(M, N, K, A, lda, B, ldb, C,
-                                                                                   ldc);
+        (simd >= 2 ? nn_avx512 : nn_avx2)(bdt, M, N, K, A, lda, B, ldb, C, ldc);
         return;
     }
 #endif
@@ -765,14 +553,14 @@ static bool is_gemm_dtype(txc_dtype dt) { return dt == TXC_F32 || dt == TXC_BF16
  * into contiguous f32. */
 static void pack_f32(const char *base, txc_dtype dt, int64_t rows, int64_t cols, int64_t rs, int64_t cs, float *dst)
 {
-    size_t es = txc_dtype_size(dt);
-    for (int64_t r = 0; r < rows; r++)
-        txc_kern_to_f32(dt, base + (size_t)(r * rs) * es, cs, dst + r * cols, cols);
+    txc_kern_copy(2, (const int64_t[]){rows, cols}, base, dt, (const int64_t[]){rs, cs}, dst, TXC_F32,
+                  (const int64_t[]){cols, 1});
 }
 
-static void *alloc_f32(int64_t n)
+/* A work buffer of n floats in this thread's scratch slot `slot`. */
+static float *work_f32(int64_t n, int slot)
 {
-    return malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    return txc_scratch((size_t)(n > 0 ? n : 1) * sizeof(float), slot);
 }
 
 static txc_status oom(const char *op)
@@ -879,11 +667,7 @@ static txc_status matmul_int(txc_tensor *out, const txc_tensor *x, const txc_ten
                 else
                     ((int32_t *)txc_impl_data(out))[o] = (int32_t)(uint32_t)s;
             }
-        for (int d = nb - 1; d >= 0; d--) {
-            if (++idx[d] < batch[d])
-                break;
-            idx[d] = 0;
-        }
+        txc_kern_next_index(idx, nb, batch);
     }
     return TXC_OK;
 }
@@ -932,17 +716,10 @@ static txc_status cpu_matmul(txc_tensor *out, txc_tensor *const *in, int n_in, c
     bool b_pack = !use_nt && !use_nn;
 
     float *abuf = NULL, *bbuf = NULL, *cbuf = NULL;
-    if (!a_direct && !(abuf = alloc_f32(M * k)))
+    if ((!a_direct && !(abuf = work_f32(M * k, TXC_SCRATCH_GEMM_A))) ||
+        (b_pack && !(bbuf = work_f32(k * p, TXC_SCRATCH_GEMM_B))) ||
+        (out->dtype != TXC_F32 && !(cbuf = work_f32(M * p, TXC_SCRATCH_GEMM_C))))
         return oom("aten::matmul");
-    if (b_pack && !(bbuf = alloc_f32(k * p))) {
-        free(abuf);
-        return oom("aten::matmul");
-    }
-    if (out->dtype != TXC_F32 && !(cbuf = alloc_f32(M * p))) {
-        free(abuf);
-        free(bbuf);
-        return oom("aten::matmul");
-    }
     int64_t idx[TXC_MAX_DIMS] = {0};
     for (int64_t bi = 0; bi < nbl; bi++) {
         int64_t offx = 0, offy = 0;
@@ -959,11 +736,7 @@ static txc_status cpu_matmul(txc_tensor *out, txc_tensor *const *in, int n_in, c
                 for (int d = 0; d < nb; d++)
                     o += jdx[d] * ox.bstrides[d];
                 pack_f32(bx + (size_t)o * esx, x->dtype, n, k, ox.rs, ox.cs, abuf + bj * n * k);
-                for (int d = nb - 1; d >= 0; d--) {
-                    if (++jdx[d] < batch[d])
-                        break;
-                    jdx[d] = 0;
-                }
+                txc_kern_next_index(jdx, nb, batch);
             }
             A = abuf;
             lda = k;
@@ -984,15 +757,8 @@ static txc_status cpu_matmul(txc_tensor *out, txc_tensor *const *in, int n_in, c
         }
         if (cbuf)
             store_rows(out, bi * M * p, cbuf, M * p);
-        for (int d = nb - 1; d >= 0; d--) {
-            if (++idx[d] < batch[d])
-                break;
-            idx[d] = 0;
-        }
+        txc_kern_next_index(idx, nb, batch);
     }
-    free(abuf);
-    free(bbuf);
-    free(cbuf);
     return TXC_OK;
 }
 
@@ -1055,32 +821,18 @@ static txc_status cpu_linear(txc_tensor *out, txc_tensor *const *in, int n_in, c
             A = txc_impl_data(x), lda = x->strides[0];
     }
     if (!A && M * K > 0) {
-        if (!(abuf = alloc_f32(M * K)))
+        if (!(abuf = work_f32(M * K, TXC_SCRATCH_GEMM_A)))
             return oom("aten::linear");
-        /* rows of the leading dims, any strides */
-        int64_t idx[TXC_MAX_DIMS] = {0};
-        const char *base = txc_impl_data(x);
-        size_t es = txc_dtype_size(x->dtype);
-        int nd = x->ndim - 1;
-        for (int64_t r = 0; r < M; r++) {
-            int64_t off = 0;
-            for (int d = 0; d < nd; d++)
-                off += idx[d] * x->strides[d];
-            txc_kern_to_f32(x->dtype, base + (size_t)off * es, x->strides[x->ndim - 1], abuf + r * K, K);
-            for (int d = nd - 1; d >= 0; d--) {
-                if (++idx[d] < x->shape[d])
-                    break;
-                idx[d] = 0;
-            }
-        }
+        /* x (..., K) with any strides, converted */
+        int64_t cs[TXC_MAX_DIMS];
+        txc_impl_contiguous_strides(x->ndim, x->shape, cs);
+        txc_kern_copy(x->ndim, x->shape, txc_impl_data(x), x->dtype, x->strides, abuf, TXC_F32, cs);
         A = abuf;
         lda = K;
     }
-    float *C = out->dtype == TXC_F32 ? (float *)txc_impl_data(out) : (cbuf = alloc_f32(M * N));
-    if (!C) {
-        free(abuf);
+    float *C = out->dtype == TXC_F32 ? (float *)txc_impl_data(out) : (cbuf = work_f32(M * N, TXC_SCRATCH_GEMM_C));
+    if (!C)
         return oom("aten::linear");
-    }
     const char *W = txc_impl_data(w);
     int64_t ws0 = w->strides[0], ws1 = w->strides[1];
     if (K <= 1)
@@ -1093,22 +845,16 @@ static txc_status cpu_linear(txc_tensor *out, txc_tensor *const *in, int n_in, c
         /* weight is a transposed view of a row-major (in, out) matrix */
         txc_kern_gemm_nn(M, N, K, A, lda, W, w->dtype, ws1, C, N);
     } else {
-        if (!(bbuf = alloc_f32(N * K))) {
-            free(abuf);
-            free(cbuf);
+        if (!(bbuf = work_f32(N * K, TXC_SCRATCH_GEMM_B)))
             return oom("aten::linear");
-        }
         pack_f32(W, w->dtype, N, K, ws0, ws1, bbuf);
         txc_kern_gemm_nt(M, N, K, A, lda, bbuf, TXC_F32, K, C, N);
     }
     if (bias) {
-        float bstack[1024], *bv = N <= 1024 ? bstack : alloc_f32(N);
-        if (!bv) {
-            free(abuf);
-            free(bbuf);
-            free(cbuf);
+        /* (the GEMM is done with its ROW slot: the bias row may use it) */
+        float bstack[1024], *bv = N <= 1024 ? bstack : work_f32(N, TXC_SCRATCH_ROW);
+        if (!bv)
             return oom("aten::linear");
-        }
         if (bias->ndim == 0 || bias->shape[0] == 1) {
             float v = (float)txc_dtype_load(bias->dtype, txc_impl_data(bias), 0);
             for (int64_t j = 0; j < N; j++)
@@ -1121,14 +867,9 @@ static txc_status cpu_linear(txc_tensor *out, txc_tensor *const *in, int n_in, c
             for (int64_t j = 0; j < N; j++)
                 c[j] += bv[j];
         }
-        if (bv != bstack)
-            free(bv);
     }
     if (cbuf)
         store_rows(out, 0, cbuf, M * N);
-    free(abuf);
-    free(bbuf);
-    free(cbuf);
     return TXC_OK;
 }
 

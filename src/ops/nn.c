@@ -3,101 +3,14 @@
  * ops/registry.h. Inputs are read with any strides; outputs are contiguous
  * (index_copy_ writes into self, contiguous, touching only the indexed
  * slices). */
-#include "ops/registry.h"
+#include "ops/kernels.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
-
-/* From linalg.c (shared kernels). */
-void txc_kern_to_f32(txc_dtype dt, const void *src, int64_t stride, float *dst, int64_t n);
-void txc_kern_from_f32(txc_dtype dt, const float *src, void *dst, int64_t n);
-const char *txc_kern_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape);
 
 #define SHAPE(buf, t) txc_kern_shape_str(buf, sizeof buf, (t)->ndim, (t)->shape)
 
 /* ---- helpers ------------------------------------------------------------------ */
-
-static void nd_next(int64_t *idx, int nd, const int64_t *shape)
-{
-    for (int d = nd - 1; d >= 0; d--) {
-        if (++idx[d] < shape[d])
-            return;
-        idx[d] = 0;
-    }
-}
-
-static inline void copy_elems(const char *s, txc_dtype sdt, int64_t ss, char *d, txc_dtype ddt, int64_t ds, int64_t n)
-{
-    size_t es = txc_dtype_size(sdt), ed = txc_dtype_size(ddt);
-    if (ss == 1 && ds == 1) {
-        txc_dtype_convert(sdt, s, ddt, d, (size_t)n);
-        return;
-    }
-    if (sdt == ddt) {
-        switch (es) {
-        case 1:
-            for (int64_t i = 0; i < n; i++)
-                d[i * ds] = s[i * ss];
-            return;
-        case 2:
-            for (int64_t i = 0; i < n; i++)
-                memcpy(d + (size_t)(i * ds) * 2, s + (size_t)(i * ss) * 2, 2);
-            return;
-        case 4:
-            for (int64_t i = 0; i < n; i++)
-                memcpy(d + (size_t)(i * ds) * 4, s + (size_t)(i * ss) * 4, 4);
-            return;
-        default:
-            for (int64_t i = 0; i < n; i++)
-                memcpy(d + (size_t)(i * ds) * es, s + (size_t)(i * ss) * es, es);
-            return;
-        }
-    }
-    for (int64_t i = 0; i < n; i++)
-        txc_dtype_convert(sdt, s + (size_t)(i * ss) * es, ddt, d + (size_t)(i * ds) * ed, 1);
-}
-
-/* dst[i...] = (ddt) src[i...] over an n-d block with element strides.
- * Adjacent dims that are contiguous in both are merged, so dense blocks
- * copy in long runs. */
-static void copy_block(int nd, const int64_t *shape, const char *src, txc_dtype sdt, const int64_t *ss, char *dst,
-                       txc_dtype ddt, const int64_t *ds)
-{
-    int64_t rs[TXC_MAX_DIMS + 1], rss[TXC_MAX_DIMS + 1], rds[TXC_MAX_DIMS + 1]; /* innermost first */
-    int n = 0;
-    for (int i = nd - 1; i >= 0; i--) {
-        if (shape[i] == 0)
-            return;
-        if (shape[i] == 1)
-            continue;
-        if (n > 0 && ss[i] == rss[n - 1] * rs[n - 1] && ds[i] == rds[n - 1] * rs[n - 1]) {
-            rs[n - 1] *= shape[i];
-        } else {
-            rs[n] = shape[i], rss[n] = ss[i], rds[n] = ds[i];
-            n++;
-        }
-    }
-    if (n == 0) {
-        copy_elems(src, sdt, 1, dst, ddt, 1, 1);
-        return;
-    }
-    size_t es = txc_dtype_size(sdt), ed = txc_dtype_size(ddt);
-    int64_t outer = 1, idx[TXC_MAX_DIMS] = {0};
-    for (int i = 1; i < n; i++)
-        outer *= rs[i];
-    for (int64_t o = 0; o < outer; o++) {
-        int64_t so = 0, dof = 0;
-        for (int i = 1; i < n; i++)
-            so += idx[i] * rss[i], dof += idx[i] * rds[i];
-        copy_elems(src + (size_t)so * es, sdt, rss[0], dst + (size_t)dof * ed, ddt, rds[0], rs[0]);
-        for (int i = 1; i < n; i++) {
-            if (++idx[i] < rs[i])
-                break;
-            idx[i] = 0;
-        }
-    }
-}
 
 /* Shape/strides of t without dim d. */
 static int drop_dim(const txc_tensor *t, int d, int64_t *shape, int64_t *strides)
@@ -176,9 +89,9 @@ static txc_status cpu_embedding(txc_tensor *out, txc_tensor *const *in, int n_in
         if (id < 0 || id >= rows)
             return txc_error(TXC_ERR_INVALID, "aten::embedding: id %lld out of range for a table of %lld rows",
                              (long long)id, (long long)rows);
-        copy_elems(wp + (size_t)(id * w->strides[0]) * es, w->dtype, w->strides[1], op + (size_t)(i * D) * es,
-                   w->dtype, 1, D);
-        nd_next(idx, ids->ndim, ids->shape);
+        txc_ops_convert(w->dtype, wp + (size_t)(id * w->strides[0]) * es, w->strides[1] * (int64_t)es, w->dtype,
+                        op + (size_t)(i * D) * es, (int64_t)es, D);
+        txc_kern_next_index(idx, ids->ndim, ids->shape);
     }
     return TXC_OK;
 }
@@ -216,15 +129,6 @@ static txc_status infer_rms_norm(txc_tensor *const *in, int n_in, const txc_op_a
     return TXC_OK;
 }
 
-static float round_to(txc_dtype dt, float v)
-{
-    if (dt == TXC_BF16)
-        return txc_bf16_to_f32(txc_f32_to_bf16(v));
-    if (dt == TXC_F16)
-        return txc_f16_to_f32(txc_f32_to_f16(v));
-    return v;
-}
-
 static txc_status cpu_rms_norm(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
 {
     const txc_tensor *x = in[0], *w = n_in > 1 ? in[1] : NULL;
@@ -251,7 +155,7 @@ static txc_status cpu_rms_norm(txc_tensor *out, txc_tensor *const *in, int n_in,
         float var = (float)(ss / (double)D);
         float rs = 1.0f / sqrtf(var + eps);
         for (int64_t i = 0; i < D; i++) {
-            float h = round_to(x->dtype, buf[i] * rs); /* hidden.to(input_dtype) */
+            float h = txc_kern_round_to(x->dtype, buf[i] * rs); /* hidden.to(input_dtype) */
             buf[i] = w ? wv[i] * h : h;
         }
         txc_kern_from_f32(out->dtype, buf, (char *)txc_impl_data(out) + (size_t)(r * D) * eo, D);
@@ -400,8 +304,8 @@ static txc_status cpu_cat(txc_tensor *out, txc_tensor *const *in, int n_in, cons
         const txc_tensor *t = in[i];
         if (cat_skipped(t))
             continue;
-        copy_block(t->ndim, t->shape, txc_impl_data(t), t->dtype, t->strides, op + (size_t)(pos * out->strides[d]) * eo,
-                   out->dtype, out->strides);
+        txc_kern_copy(t->ndim, t->shape, txc_impl_data(t), t->dtype, t->strides,
+                      op + (size_t)(pos * out->strides[d]) * eo, out->dtype, out->strides);
         pos += t->shape[d];
     }
     return TXC_OK;
@@ -449,8 +353,8 @@ static txc_status cpu_stack(txc_tensor *out, txc_tensor *const *in, int n_in, co
     size_t eo = txc_dtype_size(out->dtype);
     for (int i = 0; i < n_in; i++) {
         const txc_tensor *t = in[i];
-        copy_block(t->ndim, t->shape, txc_impl_data(t), t->dtype, t->strides, op + (size_t)(i * out->strides[d]) * eo,
-                   out->dtype, dstr);
+        txc_kern_copy(t->ndim, t->shape, txc_impl_data(t), t->dtype, t->strides,
+                      op + (size_t)(i * out->strides[d]) * eo, out->dtype, dstr);
     }
     return TXC_OK;
 }
@@ -521,8 +425,8 @@ static txc_status cpu_index_select(txc_tensor *out, txc_tensor *const *in, int n
     int nd = drop_dim(t, d, sshape, sstr);
     drop_dim(out, d, oshape, ostr);
     for (int64_t i = 0; i < n; i++)
-        copy_block(nd, sshape, tp + (size_t)(idx[i] * t->strides[d]) * es, t->dtype, sstr,
-                   op + (size_t)(i * out->strides[d]) * es, out->dtype, ostr);
+        txc_kern_copy(nd, sshape, tp + (size_t)(idx[i] * t->strides[d]) * es, t->dtype, sstr,
+                      op + (size_t)(i * out->strides[d]) * es, out->dtype, ostr);
     return TXC_OK;
 }
 
@@ -571,20 +475,20 @@ static txc_status cpu_index_copy(txc_tensor *out, txc_tensor *const *in, int n_i
     char *op = txc_impl_data(out);
     size_t eo = txc_dtype_size(out->dtype), es = txc_dtype_size(src->dtype);
     if (txc_impl_data(out) != txc_impl_data(self)) /* in place (eager or a compiled plan): rows only */
-        copy_block(self->ndim, self->shape, txc_impl_data(self), self->dtype, self->strides, op, out->dtype,
-                   out->strides);
+        txc_kern_copy(self->ndim, self->shape, txc_impl_data(self), self->dtype, self->strides, op, out->dtype,
+                      out->strides);
     const char *sp = txc_impl_data(src);
     if (self->ndim == 0) {
         if (n == 1)
-            copy_elems(sp, src->dtype, 1, op, out->dtype, 1, 1);
+            txc_ops_convert(src->dtype, sp, 0, out->dtype, op, 0, 1);
         return TXC_OK;
     }
     int64_t sshape[TXC_MAX_DIMS], sstr[TXC_MAX_DIMS], oshape[TXC_MAX_DIMS], ostr[TXC_MAX_DIMS];
     int nd = drop_dim(src, d, sshape, sstr);
     drop_dim(out, d, oshape, ostr);
     for (int64_t i = 0; i < n; i++)
-        copy_block(nd, sshape, sp + (size_t)(i * src->strides[d]) * es, src->dtype, sstr,
-                   op + (size_t)(idx[i] * out->strides[d]) * eo, out->dtype, ostr);
+        txc_kern_copy(nd, sshape, sp + (size_t)(i * src->strides[d]) * es, src->dtype, sstr,
+                      op + (size_t)(idx[i] * out->strides[d]) * eo, out->dtype, ostr);
     return TXC_OK;
 }
 
@@ -618,7 +522,7 @@ static txc_status cpu_tri(txc_tensor *out, const txc_tensor *t, int64_t diag, bo
     if (out->numel == 0)
         return TXC_OK;
     char *op = txc_impl_data(out);
-    copy_block(t->ndim, t->shape, txc_impl_data(t), t->dtype, t->strides, op, out->dtype, out->strides);
+    txc_kern_copy(t->ndim, t->shape, txc_impl_data(t), t->dtype, t->strides, op, out->dtype, out->strides);
     int64_t R = t->shape[t->ndim - 2], C = t->shape[t->ndim - 1], mats = out->numel / (R * C);
     int64_t lim = R + C + 1;
     diag = diag > lim ? lim : diag < -lim ? -lim : diag;

@@ -13,18 +13,10 @@
  * outputs, one reduced position each). Reduced positions of one output are
  * always visited in increasing order, so argmax keeps the first maximum.
  */
-#include "ops/registry.h"
+#include "ops/kernels.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
-
-/* Shared with elementwise.c (defined there). */
-typedef void (*txc_loop_fn)(void *ctx, const int64_t *off, const int64_t *stride, int64_t n);
-void txc_ops_loop(int nops, int ndim, const int64_t *shape, const int64_t (*strides)[TXC_MAX_DIMS],
-                  txc_loop_fn fn, void *ctx);
-void txc_ops_convert(txc_dtype sdt, const void *src, int64_t sstride, txc_dtype ddt, void *dst,
-                     int64_t dstride, int64_t n);
 
 #define RED_CHUNK 1024
 
@@ -135,34 +127,6 @@ static double sum_f32(const float *x, int64_t n)
     return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
 }
 
-/* Max of n floats (-inf when n is 0); *nan: some value is NaN. */
-static float max_f32(const float *x, int64_t n, bool *nan)
-{
-    float mx[8];
-    int nn[8] = {0};
-    for (int k = 0; k < 8; k++)
-        mx[k] = -INFINITY;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) {
-            float v = x[i + k];
-            nn[k] |= v != v;
-            mx[k] = v > mx[k] ? v : mx[k];
-        }
-    for (; i < n; i++) {
-        nn[0] |= x[i] != x[i];
-        mx[0] = x[i] > mx[0] ? x[i] : mx[0];
-    }
-    float r = mx[0];
-    int any = nn[0];
-    for (int k = 1; k < 8; k++) {
-        r = mx[k] > r ? mx[k] : r;
-        any |= nn[k];
-    }
-    *nan = any != 0;
-    return r;
-}
-
 /* Fold m contiguous values (float or int64 by c->ct) into the outputs:
  * value i goes to output o0 + i*os at reduced position r0 + i*rs. */
 static void red_fold(red_ctx *c, const void *vals, int64_t m, int64_t o0, int64_t os, int64_t r0, int64_t rs)
@@ -195,7 +159,7 @@ static void red_fold(red_ctx *c, const void *vals, int64_t m, int64_t o0, int64_
             if (b != b)
                 break;
             bool nan;
-            float mx = max_f32(vf, m, &nan);
+            float mx = txc_kern_max(vf, m, &nan);
             int64_t at = -1;
             if (nan) {
                 for (at = 0; vf[at] == vf[at]; at++)
@@ -264,25 +228,29 @@ static txc_status cpu_reduce(txc_op_id op, txc_tensor *out, txc_tensor *const *i
                  .ct = txc_dtype_is_float(t->dtype) ? TXC_F32 : TXC_I64};
     bool fl = c.ct == TXC_F32;
     size_t n = (size_t)nout;
-    if (fl) {
-        c.bestf = malloc(n * sizeof(float));
-        if (op == TXC_OP_SUM || op == TXC_OP_MEAN)
-            c.accd = calloc(n, sizeof(double));
-    } else {
-        c.acci = malloc(n * sizeof(int64_t));
-    }
-    if (op == TXC_OP_ARGMAX)
-        c.idx = calloc(n, sizeof(int64_t));
-    if ((fl && !c.bestf) || (!fl && !c.acci) || ((op == TXC_OP_SUM || op == TXC_OP_MEAN) && fl && !c.accd) ||
-        (op == TXC_OP_ARGMAX && !c.idx)) {
-        free(c.bestf), free(c.accd), free(c.acci), free(c.idx);
+    /* accumulators, one per output, in this thread's scratch: doubles
+     * (float sums) or int64s, then floats (float max, and the float result
+     * of sums), then int64 indices (argmax) */
+    bool sums = op == TXC_OP_SUM || op == TXC_OP_MEAN, argmax = op == TXC_OP_ARGMAX;
+    size_t n8 = (fl && !sums) ? 0 : n, nf = fl ? (n + 1) & ~(size_t)1 : 0, ni = argmax ? n : 0;
+    char *work = txc_scratch(8 * n8 + 4 * nf + 8 * ni, TXC_SCRATCH_REDUCE);
+    if (!work)
         return txc_error(TXC_ERR_NOMEM, "%s: out of memory", txc_op_name(op));
-    }
+    if (fl && sums)
+        c.accd = (double *)work;
+    else if (!fl)
+        c.acci = (int64_t *)work;
+    c.bestf = fl ? (float *)(work + 8 * n8) : NULL;
+    c.idx = argmax ? (int64_t *)(work + 8 * n8 + 4 * nf) : NULL;
     for (size_t i = 0; i < n; i++) {
+        if (c.accd)
+            c.accd[i] = 0.0;
         if (fl)
             c.bestf[i] = -INFINITY;
         else
             c.acci[i] = (op == TXC_OP_SUM) ? 0 : INT64_MIN;
+        if (c.idx)
+            c.idx[i] = 0;
     }
 
     /* Loop order: kept dims, then reduced dims; a unit-stride kept dim goes
@@ -353,7 +321,6 @@ static txc_status cpu_reduce(txc_op_id op, txc_tensor *out, txc_tensor *const *i
     case TXC_OP_ARGMAX: memcpy(o, c.idx, n * sizeof(int64_t)); break;
     default: break;
     }
-    free(c.bestf), free(c.accd), free(c.acci), free(c.idx);
     return TXC_OK;
 }
 
@@ -370,16 +337,6 @@ typedef struct sm_ctx {
     float *row;
 } sm_ctx;
 
-/* Round a float32 to a reduced float dtype and back. */
-static float round_to(txc_dtype dt, float v)
-{
-    if (dt == TXC_BF16)
-        return txc_bf16_to_f32(txc_f32_to_bf16(v));
-    if (dt == TXC_F16)
-        return txc_f16_to_f32(txc_f32_to_f16(v));
-    return v;
-}
-
 /* One row, computed in float32. For f16/bf16 inputs torch's CPU kernels
  * round a few intermediates to the input dtype, and so do we: the last-dim
  * log_softmax rounds the sum of exponentials and its log, the other-dim
@@ -389,27 +346,22 @@ static void sm_one(const sm_ctx *c, const char *src, char *dst)
     float *x = c->row;
     int64_t n = c->len;
     txc_ops_convert(c->idt, src, c->in_stride, TXC_F32, x, 4, n);
-    float mx = -INFINITY;
-    for (int64_t i = 0; i < n; i++)
-        mx = (x[i] != x[i] || x[i] > mx) ? x[i] : mx;
-    double sum = 0;
+    bool nan;
+    float mx = txc_kern_max(x, n, &nan);
+    if (nan) /* NaN is the maximum: every result is NaN */
+        mx = NAN;
     if (c->log) {
-        for (int64_t i = 0; i < n; i++)
-            sum += expf(x[i] - mx);
+        double sum = txc_kern_exp(NULL, x, n, mx);
         float lse = (float)log(sum);
         if (c->reduced_last)
-            lse = round_to(c->idt, logf(round_to(c->idt, (float)sum)));
+            lse = txc_kern_round_to(c->idt, logf(txc_kern_round_to(c->idt, (float)sum)));
         for (int64_t i = 0; i < n; i++)
             x[i] = x[i] - mx - lse;
     } else {
-        for (int64_t i = 0; i < n; i++) {
-            x[i] = expf(x[i] - mx);
-            sum += x[i];
-        }
+        double sum = txc_kern_exp(x, x, n, mx);
         float inv = (float)(1.0 / sum);
         if (c->reduced_inner)
-            for (int64_t i = 0; i < n; i++)
-                x[i] = round_to(c->idt, x[i]);
+            txc_kern_round_through(c->idt, x, n);
         for (int64_t i = 0; i < n; i++)
             x[i] *= inv;
     }
@@ -463,7 +415,7 @@ static txc_status cpu_softmax_common(txc_op_id op, txc_tensor *out, txc_tensor *
     bool reduced = t->dtype == TXC_F16 || t->dtype == TXC_BF16;
     c.reduced_last = reduced && t->ndim > 0 && dim == t->ndim - 1;
     c.reduced_inner = reduced && t->ndim > 0 && dim != t->ndim - 1;
-    c.row = malloc((size_t)c.len * sizeof(float));
+    c.row = txc_scratch((size_t)c.len * sizeof(float), TXC_SCRATCH_REDUCE);
     if (!c.row)
         return txc_error(TXC_ERR_NOMEM, "%s: out of memory", txc_op_name(op));
     /* Loop over the other dims; each call handles whole rows along dim. */
@@ -478,7 +430,6 @@ static txc_status cpu_softmax_common(txc_op_id op, txc_tensor *out, txc_tensor *
         k++;
     }
     txc_ops_loop(2, k, shape, (const int64_t(*)[TXC_MAX_DIMS])strides, sm_row, &c);
-    free(c.row);
     return TXC_OK;
 }
 

@@ -141,8 +141,16 @@ void txc_broadcast_strides(const txc_tensor *t, int ndim, const int64_t *shape, 
  * valid until the next call for the same slot on this thread; contents are
  * not preserved. NULL on out-of-memory (no error recorded). */
 enum {
-    TXC_SCRATCH_ATTENTION, TXC_SCRATCH_POSITIONS, TXC_SCRATCH_GEMM_A, TXC_SCRATCH_GEMM_B,
-    TXC_SCRATCH_GEMM_C, TXC_SCRATCH_ROW, TXC_SCRATCH_INDEX, TXC_SCRATCH_NORM, TXC_SCRATCH_SLOTS
+    TXC_SCRATCH_ATTENTION, /* sdpa: q/score/out chunks, packed K/V */
+    TXC_SCRATCH_POSITIONS, /* causal_attention: cache_position as int64 */
+    TXC_SCRATCH_GEMM_A,    /* matmul/linear: left operand packed to f32 */
+    TXC_SCRATCH_GEMM_B,    /* matmul/linear: right operand packed to f32 */
+    TXC_SCRATCH_GEMM_C,    /* matmul/linear: f32 result before conversion */
+    TXC_SCRATCH_ROW,       /* inside txc_kern_gemm_nt/nn; linear's bias after it */
+    TXC_SCRATCH_INDEX,     /* index tensors read as int64 */
+    TXC_SCRATCH_NORM,      /* rms_norm/layer_norm rows and parameters */
+    TXC_SCRATCH_REDUCE,    /* reductions' accumulators; softmax rows */
+    TXC_SCRATCH_SLOTS
 };
 void *txc_scratch(size_t bytes, int slot);
 /* Free this thread's scratch buffers. */

@@ -1,6 +1,6 @@
 /* View ops (no copy: new shape/strides/offset over the same array), the
  * copy op, and creation ops. See ops/registry.h. */
-#include "ops/registry.h"
+#include "ops/kernels.h"
 
 #include <math.h>
 #include <string.h>
@@ -212,37 +212,13 @@ static txc_status infer_copy(txc_tensor *const *in, int n_in, const txc_op_attrs
 static txc_status cpu_copy(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
 {
     const txc_tensor *t = in[0];
-    void *dst = txc_impl_data(out);
     if (t->numel == 0)
         return TXC_OK;
-    if (txc_tensor_is_contiguous(t)) {
-        txc_dtype_convert(t->dtype, txc_impl_data(t), out->dtype, dst, (size_t)t->numel);
-        return TXC_OK;
-    }
-    /* Strided: copy rows of the innermost dim. */
-    int nd = t->ndim;
-    int64_t inner = t->shape[nd - 1], istride = t->strides[nd - 1];
-    size_t es = txc_dtype_size(t->dtype), eo = txc_dtype_size(out->dtype);
-    int64_t idx[TXC_MAX_DIMS] = {0}, rows = t->numel / inner;
-    const char *base = txc_impl_data(t);
-    char *o = dst;
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t off = 0;
-        for (int d = 0; d < nd - 1; d++)
-            off += idx[d] * t->strides[d];
-        if (istride == 1) {
-            txc_dtype_convert(t->dtype, base + (size_t)off * es, out->dtype, o, (size_t)inner);
-        } else {
-            for (int64_t i = 0; i < inner; i++)
-                txc_dtype_convert(t->dtype, base + (size_t)(off + i * istride) * es, out->dtype, o + (size_t)i * eo, 1);
-        }
-        o += (size_t)inner * eo;
-        for (int d = nd - 2; d >= 0; d--) {
-            if (++idx[d] < t->shape[d])
-                break;
-            idx[d] = 0;
-        }
-    }
+    /* dims contiguous in both merge: a dense input is one converted run, a
+     * strided one a row (converted whole) per run of its inner dims */
+    int64_t cs[TXC_MAX_DIMS];
+    txc_impl_contiguous_strides(out->ndim, out->shape, cs);
+    txc_kern_copy(t->ndim, t->shape, txc_impl_data(t), t->dtype, t->strides, txc_impl_data(out), out->dtype, cs);
     return TXC_OK;
 }
 

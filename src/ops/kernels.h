@@ -1,0 +1,139 @@
+/*
+ * ops/kernels.h — what the CPU kernel files share (not a public header).
+ *
+ *   elementwise.c  txc_ops_loop (the n-d strided loop every driver uses),
+ *                  txc_ops_convert (strided dtype conversion, F16C rows),
+ *                  txc_kern_copy (an n-d strided block copied/converted),
+ *                  vector math: exp with a shift and a sum, sigmoid, silu,
+ *                  max; txc_kern_round_through
+ *   linalg.c       the f32 GEMM kernels, the SIMD level, txc_kern_shape_str
+ *
+ * The kernels use the per-thread scratch of ops/registry.h (txc_scratch)
+ * for work buffers, never malloc, so a compiled plan run again on the same
+ * shapes allocates nothing. A helper here that uses a slot: TXC_SCRATCH_ROW
+ * inside txc_kern_gemm_nt/nn (so their callers must not hold ROW across a
+ * GEMM call); the other helpers use no scratch.
+ */
+#ifndef TXC_OPS_KERNELS_H
+#define TXC_OPS_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops/registry.h"
+
+/* ---- SIMD build knobs ---------------------------------------------------------
+ * x86-64 with GCC or clang: AVX2+FMA+F16C and AVX-512 code is compiled with
+ * per-function target attributes and chosen at run time by
+ * txc_kern_simd_level(); -DTXC_NO_SIMD builds the portable C paths only. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(TXC_NO_SIMD)
+#include <immintrin.h>
+#define TXC_HAVE_X86 1
+#define TXC_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define TXC_INLINE_AVX2 static inline __attribute__((always_inline, target("avx2,fma,f16c")))
+#define TXC_AVX512_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"
+#define TXC_AVX512 __attribute__((target(TXC_AVX512_TARGET)))
+#define TXC_INLINE_AVX512 static inline __attribute__((always_inline, target(TXC_AVX512_TARGET)))
+#else
+#define TXC_HAVE_X86 0
+#endif
+
+/* 0: portable C; 1: AVX2+FMA+F16C; 2: also AVX-512 F/BW/VL/DQ. */
+int txc_kern_simd_level(void);
+/* -1: automatic; 0: the portable C kernels, 1: at most AVX2 (for tests). */
+void txc_kern_set_simd_level(int level);
+
+/* ---- GEMM (linalg.c) -------------------------------------------------------------
+ * A is float32 (rows of stride lda), B float32/bfloat16/float16 read as
+ * stored, C float32 (rows of stride ldc); accumulation in float32.
+ *   nt: C[i,j] = sum_k A[i,k] * B[j,k]  (B rows of stride ldb: x·Wᵀ)
+ *   nn: C[i,j] = sum_k A[i,k] * B[k,j]  (B row-major, rows of stride ldb) */
+void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                      txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
+void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                      txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
+
+/* "(2, 3)" / "(4,)" as torch prints shapes, for error messages. */
+const char *txc_kern_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape);
+
+/* ---- loops and conversions (elementwise.c) ------------------------------------------ */
+
+#define TXC_LOOP_MAX_OPS 6
+
+/* A row of the loop: operand k starts at off[k] and advances by stride[k]
+ * (caller's units) over n elements. */
+typedef void (*txc_loop_fn)(void *ctx, const int64_t *off, const int64_t *stride, int64_t n);
+
+/* Run fn over every innermost row of the index space `shape` for nops
+ * (<= TXC_LOOP_MAX_OPS) operands; operand k advances by strides[k][d] along
+ * dim d. Size-1 dims are dropped and dims whose strides chain in every
+ * operand are merged, so dense operands make one long row. */
+void txc_ops_loop(int nops, int ndim, const int64_t *shape, const int64_t (*strides)[TXC_MAX_DIMS],
+                  txc_loop_fn fn, void *ctx);
+
+/* Convert n elements (strides in bytes) with torch's casts
+ * (txc_dtype_convert_strided), contiguous f16 <-> f32 rows with F16C. */
+void txc_ops_convert(txc_dtype sdt, const void *src, int64_t sstride, txc_dtype ddt, void *dst,
+                     int64_t dstride, int64_t n);
+
+/* n elements of `dt` (element stride `stride`) to contiguous float32. */
+static inline void txc_kern_to_f32(txc_dtype dt, const void *src, int64_t stride, float *dst, int64_t n)
+{
+    txc_ops_convert(dt, src, stride * (int64_t)txc_dtype_size(dt), TXC_F32, dst, 4, n);
+}
+
+/* n contiguous float32 to contiguous `dt` (round to nearest even). */
+static inline void txc_kern_from_f32(txc_dtype dt, const float *src, void *dst, int64_t n)
+{
+    txc_ops_convert(TXC_F32, src, 4, dt, dst, (int64_t)txc_dtype_size(dt), n);
+}
+
+/* dst = (ddt) src over an n-d block; strides in elements. */
+void txc_kern_copy(int ndim, const int64_t *shape, const void *src, txc_dtype sdt, const int64_t *sstrides,
+                   void *dst, txc_dtype ddt, const int64_t *dstrides);
+
+/* Advance an n-d index (row-major) over `shape`; false after the last. */
+static inline bool txc_kern_next_index(int64_t *idx, int nd, const int64_t *shape)
+{
+    for (int d = nd - 1; d >= 0; d--) {
+        if (++idx[d] < shape[d])
+            return true;
+        idx[d] = 0;
+    }
+    return false;
+}
+
+/* Round float32 values through a reduced float dtype and back (torch's
+ * .to(bf16/f16) of an intermediate); no-op for other dtypes. */
+static inline float txc_kern_round_to(txc_dtype dt, float v)
+{
+    if (dt == TXC_BF16)
+        return txc_bf16_to_f32(txc_f32_to_bf16(v));
+    if (dt == TXC_F16)
+        return txc_f16_to_f32(txc_f32_to_f16(v));
+    return v;
+}
+void txc_kern_round_through(txc_dtype dt, float *x, int64_t n);
+
+/* ---- vector math (elementwise.c) ------------------------------------------------------
+ * One exp: with AVX2/AVX-512 a polynomial (Cephes', within 1.3 ulp; it
+ * overflows to inf and underflows through the subnormals as expf does, NaN
+ * stays NaN), else the C library's expf. softmax, log_softmax and attention
+ * use it. The elementwise exp/sigmoid/silu ops still call expf, as the
+ * JIT's fused kernels (src/jit/fusion.c) do: fused and eager results are
+ * checked bit for bit, so both switch to txc_kern_exp/sigmoid/silu together
+ * (about 5x faster on AVX2, 9x on AVX-512 for silu). */
+
+/* y[i] = exp(x[i] - shift) (y may be x; NULL: only the sum); returns the
+ * sum of the results, accumulated in double. */
+double txc_kern_exp(float *y, const float *x, int64_t n, float shift);
+/* y[i] = 1 / (1 + exp(-x[i])) (y may be x). */
+void txc_kern_sigmoid(float *y, const float *x, int64_t n);
+/* y[i] = x[i] / (1 + exp(-x[i])) (y may be x). */
+void txc_kern_silu(float *y, const float *x, int64_t n);
+/* Largest of x[0..n), NaNs skipped (-inf when n is 0 or all NaN); *nan
+ * (may be NULL): some value is NaN. */
+float txc_kern_max(const float *x, int64_t n, bool *nan);
+
+#endif
