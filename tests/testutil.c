@@ -99,6 +99,19 @@ static double json_num(const cJSON *v)
     return 0;
 }
 
+/* An integer fixture value, exactly. cJSON keeps numbers as doubles only
+ * (exact up to 2^53); tu_load_json gives the long integer literals their
+ * text back in valuestring (see keep_long_integers), read here. */
+static int64_t json_i64(const cJSON *v)
+{
+    if (cJSON_IsNumber(v) && v->valuestring)
+        return strtoll(v->valuestring, NULL, 10); /* saturates outside int64 */
+    double d = json_num(v);
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+        fail_msg("fixture: %g is not an int64", d);
+    return (int64_t)d;
+}
+
 static void json_shape(const cJSON *j, int *ndim, int64_t *shape)
 {
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "shape");
@@ -142,7 +155,7 @@ txc_tensor *tu_tensor_from_json(const cJSON *j)
     cJSON_ArrayForEach(v, data)
     {
         if (dt == TXC_I64)
-            ((int64_t *)buf)[i++] = (int64_t)v->valuedouble;
+            ((int64_t *)buf)[i++] = json_i64(v);
         else
             txc_dtype_store(dt, buf, (size_t)i++, json_num(v));
     }
@@ -177,21 +190,90 @@ void tu_assert_tensor_close(const char *what, const txc_tensor *t, const cJSON *
     int64_t n = txc_tensor_numel(t);
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(expected, "data");
     assert_int_equal(cJSON_GetArraySize(data), n);
+    /* -0.0 and 0.0 differ only where the fixture asks ("signed_zeros": true) */
+    bool signed_zeros = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(expected, "signed_zeros"));
+    const int64_t *st = txc_tensor_strides(t);
     int64_t idx[TXC_MAX_DIMS] = {0};
     const cJSON *v = data ? data->child : NULL;
     for (int64_t i = 0; i < n; i++, v = v->next) {
-        double got = txc_tensor_item_at(t, idx), want = json_num(v);
-        bool ok = (isnan(want) && isnan(got)) || (isinf(want) && got == want) ||
-                  (isfinite(want) && fabs(got - want) <= atol + rtol * fabs(want));
-        if (!ok)
-            fail_msg("%s: element %lld is %.9g, expected %.9g (rtol %g, atol %g)", what, (long long)i, got, want,
-                     rtol, atol);
+        if (dt == TXC_I64) { /* exactly, beyond 2^53 too */
+            int64_t off = 0;
+            for (int d = 0; d < ndim; d++)
+                off += idx[d] * st[d];
+            int64_t got = ((const int64_t *)txc_tensor_data_ptr(t))[off], want = json_i64(v);
+            if (got != want)
+                fail_msg("%s: element %lld is %lld, expected %lld", what, (long long)i, (long long)got,
+                         (long long)want);
+        } else {
+            double got = txc_tensor_item_at(t, idx), want = json_num(v);
+            bool ok = (isnan(want) && isnan(got)) || (isinf(want) && got == want) ||
+                      (isfinite(want) && fabs(got - want) <= atol + rtol * fabs(want));
+            if (ok && signed_zeros && want == 0.0)
+                ok = got == 0.0 && signbit(got) == signbit(want);
+            if (!ok)
+                fail_msg("%s: element %lld is %.9g, expected %.9g (rtol %g, atol %g)", what, (long long)i, got,
+                         want, rtol, atol);
+        }
         for (int d = ndim - 1; d >= 0; d--) {
             if (++idx[d] < shape[d])
                 break;
             idx[d] = 0;
         }
     }
+}
+
+/* The number items of a tree in document order. */
+static void number_items(cJSON *j, cJSON ***items, size_t *n, size_t *cap)
+{
+    for (; j; j = j->next) {
+        if (cJSON_IsNumber(j)) {
+            if (*n == *cap) {
+                *cap = *cap ? 2 * *cap : 1024;
+                *items = realloc(*items, *cap * sizeof **items);
+                assert_non_null(*items);
+            }
+            (*items)[(*n)++] = j;
+        }
+        number_items(j->child, items, n, cap);
+    }
+}
+
+/* cJSON keeps a number as a double: an integer literal past 2^53 (an int64
+ * fixture value) loses digits. Give each such literal its text back, in the
+ * number item's valuestring (which cJSON_Delete frees), by walking the text's
+ * number literals (outside strings) alongside the tree's number items. */
+static void keep_long_integers(const char *text, cJSON *root)
+{
+    cJSON **items = NULL;
+    size_t n = 0, cap = 0, k = 0;
+    number_items(root, &items, &n, &cap);
+    for (const char *p = text; *p; p++) {
+        if (*p == '"') { /* a string (keys too): no literals inside */
+            for (p++; *p && *p != '"'; p++)
+                if (*p == '\\' && p[1])
+                    p++;
+            if (!*p)
+                break;
+            continue;
+        }
+        if (*p != '-' && !(*p >= '0' && *p <= '9'))
+            continue;
+        size_t len = strspn(p, "-+0123456789.eE");
+        if (k >= n)
+            break; /* (not the tree's literals: leave the doubles alone) */
+        bool integer = strcspn(p, ".eE") >= len;
+        size_t digits = len - (*p == '-');
+        if (integer && digits > 15 && len < 32) {
+            char *s = cJSON_malloc(len + 1);
+            assert_non_null(s);
+            memcpy(s, p, len);
+            s[len] = '\0';
+            items[k]->valuestring = s;
+        }
+        k++;
+        p += len - 1;
+    }
+    free(items);
 }
 
 cJSON *tu_load_json(const char *rel)
@@ -201,8 +283,9 @@ cJSON *tu_load_json(const char *rel)
     if (!text)
         fail_msg("cannot read %s", path);
     cJSON *j = cJSON_Parse(text);
-    free(text);
     if (!j)
         fail_msg("%s is not valid JSON", path);
+    keep_long_integers(text, j);
+    free(text);
     return j;
 }

@@ -38,9 +38,12 @@ void tu_rm_rf(const char *dir);
  * on malformed input. */
 txc_tensor *tu_tensor_from_json(const cJSON *j);
 /* Assert `t` matches the fixture tensor `expected` (dtype, shape, values
- * within |a-b| <= atol + rtol*|b|; NaN matches NaN, inf matches inf).
- * `what` names the case in failure messages. */
+ * within |a-b| <= atol + rtol*|b|; NaN matches NaN, inf matches inf; int64
+ * exactly, past 2^53 too; -0.0 and 0.0 differ only when `expected` has
+ * "signed_zeros": true). `what` names the case in failure messages. */
 void tu_assert_tensor_close(const char *what, const txc_tensor *t, const cJSON *expected, double rtol, double atol);
 /* Load a JSON file under the repository (tu_source_dir()/rel); fails the
- * test when missing. Caller frees with cJSON_Delete. */
+ * test when missing. Integer literals longer than 15 digits keep their text
+ * in the number item's valuestring (read exactly by the fixture helpers).
+ * Caller frees with cJSON_Delete. */
 cJSON *tu_load_json(const char *rel);
