@@ -124,6 +124,11 @@ txc_status txc_generate(txc_model *model, const int32_t *input_ids, int64_t n_in
                         const txc_generate_options *opts, txc_generate_result *result);
 void txc_generate_result_free(txc_generate_result *result);
 
+/* Save the compiled steps' plans to, and load them from, the folder `dir`
+ * (txc_jit_set_compile_cache on both steps; NULL or "" turns it off, the
+ * default). Their txc_generator_jit_stats count the loads and saves. */
+txc_status txc_generator_set_compile_cache(txc_generator *gen, const char *dir);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,10 +30,24 @@
  * Outputs are borrowed: they live in the plan's arena (or are the caller's
  * inputs) and stay valid until the next call of the same jit with the same
  * signature. Copy (txc_clone) what must outlive that. Do not release them.
+ *
+ * Compile cache (off unless txc_jit_set_compile_cache names a folder): a
+ * compiled plan is also written to <dir>/<name>-<key>.txcplan, the key
+ * hashing the traced graph before the passes (ops, attributes, shapes,
+ * strides, the bytes of captured constants), the signature and static
+ * bytes, the txc version and the file format. A later process that traces
+ * the same graph for the same signature reads the plan instead of running
+ * the passes and the memory planner (tracing still happens: it is how the
+ * key is known). Files are never trusted: a corrupt, truncated or stale
+ * file is ignored, the plan recompiled and the file overwritten
+ * (txc_jit_compile_cache_message says so). A folder that cannot be written
+ * is not an error of the call: the plan is compiled and used as without a
+ * cache, and the stats count it.
  */
 #ifndef TXC_JIT_H
 #define TXC_JIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "txc/env.h"
@@ -58,13 +72,21 @@ typedef struct txc_jit txc_jit;
 typedef struct txc_jit_stats {
     uint64_t calls;        /* txc_jit_call()s */
     uint64_t hits;         /* calls that reused a plan */
-    uint64_t misses;       /* compilations */
-    double compile_ms;     /* total time tracing + compiling */
+    uint64_t misses;       /* plans made for a new signature: compiled, or loaded from the compile cache */
+    double compile_ms;     /* total time making them: tracing + passes + planning (+ saving), or tracing +
+                              reading the file when loaded */
     double last_compile_ms;
     int n_plans;           /* plans held */
     int64_t arena_bytes;   /* arena of the last plan run */
     int nodes_traced;      /* of the last compilation: ops recorded... */
     int nodes_compiled;    /* ...and kernel launches left after the passes */
+    /* the compile cache (txc_jit_set_compile_cache) */
+    uint64_t cache_loads;   /* plans read from it instead of compiled (compilations = misses - cache_loads) */
+    uint64_t cache_saves;   /* plans written to it */
+    uint64_t cache_rejects; /* files found for a key but not used (corrupt, stale): recompiled, overwritten */
+    uint64_t cache_errors;  /* plans that could not be written (e.g. a read-only folder); the calls succeeded */
+    double trace_ms;        /* the part of compile_ms spent tracing */
+    const char *last_compile_source; /* of the last plan made: "compiled", "loaded from cache"; "" before any */
 } txc_jit_stats;
 
 /* A jit of `fn` in `env` (NULL: active). `name` is used in messages. */
@@ -87,6 +109,22 @@ txc_jit_stats txc_jit_get_stats(const txc_jit *jit);
 const char *txc_jit_last_recompile_reason(const txc_jit *jit);
 /* Print the last compiled graph (after the passes) to `f`. */
 void txc_jit_dump_last_graph(const txc_jit *jit, void *file);
+
+/* Save compiled plans to, and load them from, the folder `dir` (created
+ * when needed); NULL or "" turns the compile cache off (the default).
+ * Errors: TXC_ERR_INVALID for a path too long, TXC_ERR_NOMEM. */
+txc_status txc_jit_set_compile_cache(txc_jit *jit, const char *dir);
+/* The folder set, or NULL. */
+const char *txc_jit_compile_cache(const txc_jit *jit);
+/* What the compile cache did at the last compilation: "compile cache:
+ * loaded <file>", "... saved <file>", "... <file> is corrupt (checksum),
+ * recompiled", "... plan not saved: cannot write <file>: Permission
+ * denied"; "" when the cache is off or nothing happened. */
+const char *txc_jit_compile_cache_message(const txc_jit *jit);
+/* The default folder of the command line: $XDG_CACHE_HOME/txc (an absolute
+ * XDG_CACHE_HOME), else $HOME/.cache/txc. False (buf = "") when neither
+ * variable is set, or the path does not fit in `cap`. */
+bool txc_jit_default_compile_cache(char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -522,3 +522,9 @@ void txc_generate_result_free(txc_generate_result *r)
     free(r->new_ids);
     memset(r, 0, sizeof *r);
 }
+
+txc_status txc_generator_set_compile_cache(txc_generator *gen, const char *dir)
+{
+    txc_status s = txc_jit_set_compile_cache(gen->jit[0], dir);
+    return s != TXC_OK ? s : txc_jit_set_compile_cache(gen->jit[1], dir);
+}

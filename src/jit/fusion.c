@@ -15,6 +15,7 @@
  * (src/ops/elementwise.c) for float32 inputs, so results are bit for bit
  * those of the unfused graph. */
 #include "jit/graph.h"
+#include "jit/persist.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -601,4 +602,76 @@ txc_status txc_fused_run(const txc_fused *f, txc_tensor *out, txc_tensor *const 
         }
     }
     return TXC_OK;
+}
+
+/* ---- persistence (jit/persist.c) ----------------------------------------------------------- */
+
+/* The encoding: i32 n_in, n_temps, n_ins, then per instruction the bytes
+ * op, dst, a, b and the immediate as a float32 (8 bytes). */
+#define FUSED_HEADER 12
+#define FUSED_INS 8
+
+uint32_t txc_fused_format(void)
+{
+    /* The opcode set and the limits: a program written by a build with
+     * other opcodes or limits must not be read. */
+    return (uint32_t)(F_MIN_S + 1) | (uint32_t)FUSE_MAX_IN << 8 | (uint32_t)FUSE_MAX_NODES << 16 |
+           (uint32_t)FUSE_MAX_TEMPS << 24;
+}
+
+size_t txc_fused_serialize(const txc_fused *f, unsigned char *buf, size_t cap)
+{
+    size_t need = FUSED_HEADER + FUSED_INS * (size_t)f->n_ins;
+    if (!buf || cap < need)
+        return need;
+    int32_t h[3] = {f->n_in, f->n_temps, f->n_ins};
+    memcpy(buf, h, sizeof h);
+    unsigned char *p = buf + FUSED_HEADER;
+    for (int i = 0; i < f->n_ins; i++, p += FUSED_INS) {
+        const fused_ins *I = &f->ins[i];
+        p[0] = I->op;
+        p[1] = (unsigned char)I->dst;
+        p[2] = (unsigned char)I->a;
+        p[3] = (unsigned char)I->b;
+        memcpy(p + 4, &I->s, sizeof(float));
+    }
+    return need;
+}
+
+txc_fused *txc_fused_deserialize(const unsigned char *buf, size_t len, int n_in)
+{
+    int32_t h[3];
+    if (!buf || len < FUSED_HEADER)
+        return NULL;
+    memcpy(h, buf, sizeof h);
+    int ni = h[0], nt = h[1], n_ins = h[2];
+    if (ni != n_in || ni < 1 || ni > FUSE_MAX_IN || nt < 0 || nt > FUSE_MAX_TEMPS || n_ins < 1 ||
+        n_ins > FUSE_MAX_NODES || len != FUSED_HEADER + FUSED_INS * (size_t)n_ins)
+        return NULL;
+    int n_regs = ni + nt;
+    txc_fused *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    f->n_in = ni;
+    f->n_temps = nt;
+    f->n_ins = n_ins;
+    const unsigned char *p = buf + FUSED_HEADER;
+    for (int i = 0; i < n_ins; i++, p += FUSED_INS) {
+        fused_ins *I = &f->ins[i];
+        I->op = p[0];
+        I->dst = (int8_t)p[1];
+        I->a = (int8_t)p[2];
+        I->b = (int8_t)p[3];
+        memcpy(&I->s, p + 4, sizeof(float));
+        bool last = i == n_ins - 1;
+        /* Temporaries only are written (input registers may hold a
+         * broadcast scalar filled once); the last instruction writes the
+         * output, and only it. */
+        bool dst_ok = last ? I->dst == -1 : (I->dst >= ni && I->dst < n_regs);
+        if (I->op > F_MIN_S || !dst_ok || I->a < 0 || I->a >= n_regs || I->b < 0 || I->b >= n_regs) {
+            free(f);
+            return NULL;
+        }
+    }
+    return f;
 }

@@ -2,8 +2,10 @@
  * See include/txc/jit.h and jit/graph.h. */
 #include "txc/jit.h"
 #include "jit/graph.h"
+#include "jit/persist.h"
 #include "jit/trace.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,8 @@ struct txc_jit {
     txc_jit_stats stats;
     char reason[512];
     char **last_names;   /* input names of the last call that compiled */
+    char *cache_dir;     /* the compile cache folder, NULL: off */
+    char cache_msg[3 * PATH_MAX + 1024];
 };
 
 static double now_ms(void)
@@ -282,7 +286,9 @@ static txc_graph *trace(txc_jit *jit, txc_tensor *const *in, int n, const void *
     return g;
 }
 
-static txc_plan *build_plan(txc_jit *jit, txc_graph *g)
+/* The executable plan of a planned graph (arena offsets assigned, arena
+ * size `arena_bytes`). */
+static txc_plan *build_plan(txc_jit *jit, txc_graph *g, int64_t arena_bytes)
 {
     txc_plan *p = calloc(1, sizeof *p);
     if (!p) {
@@ -290,9 +296,7 @@ static txc_plan *build_plan(txc_jit *jit, txc_graph *g)
         return NULL;
     }
     p->graph = g;
-    p->arena_bytes = txc_plan_memory(g);
-    if (p->arena_bytes < 0)
-        goto fail;
+    p->arena_bytes = arena_bytes;
     p->arena = txc_storage_new(jit->env->device, (size_t)p->arena_bytes);
     p->buf_arrays = calloc((size_t)g->n_buffers + 1, sizeof *p->buf_arrays);
     p->hdr = calloc((size_t)g->n_values + 1, sizeof *p->hdr);
@@ -343,20 +347,69 @@ static txc_plan *build_plan(txc_jit *jit, txc_graph *g)
         if (!n->dead && !n->is_view)
             p->exec[p->n_exec++] = i;
     }
+    /* Per input, the values living in its buffer, in value order (a
+     * counting sort: linear in the values, not inputs x values). */
+    int *input_of = malloc(sizeof(int) * ((size_t)g->n_buffers + 1));
+    int *fill = calloc((size_t)g->n_inputs + 1, sizeof *fill);
+    if (!input_of || !fill) {
+        free(input_of);
+        free(fill);
+        txc_error(TXC_ERR_NOMEM, "out of memory (plan)");
+        goto fail;
+    }
+    for (int b = 0; b < g->n_buffers; b++)
+        input_of[b] = -1;
+    for (int i = 0; i < g->n_inputs; i++)
+        input_of[g->values[g->inputs[i]].buffer] = i;
+    for (int v = 0; v < g->n_values; v++)
+        if (input_of[g->values[v].buffer] >= 0)
+            fill[input_of[g->values[v].buffer]]++;
     int k = 0;
     for (int i = 0; i < g->n_inputs; i++) {
         p->bind_start[i] = k;
-        int b = g->values[g->inputs[i]].buffer;
-        for (int v = 0; v < g->n_values; v++)
-            if (g->values[v].buffer == b)
-                p->bind_vals[k++] = v;
+        k += fill[i];
+        fill[i] = p->bind_start[i];
     }
     p->bind_start[g->n_inputs] = k;
+    for (int v = 0; v < g->n_values; v++) {
+        int i = input_of[g->values[v].buffer];
+        if (i >= 0)
+            p->bind_vals[fill[i]++] = v;
+    }
+    free(input_of);
+    free(fill);
     return p;
 fail:
     p->graph = NULL; /* the caller still owns g */
     plan_free(p);
     return NULL;
+}
+
+/* The plan of the traced graph `g` read from the compile cache, or NULL
+ * (no file, or a file rejected: jit->cache_msg says why). */
+static txc_plan *load_cached(txc_jit *jit, const char *path, txc_plan_key key, const txc_graph *g,
+                             txc_tensor *const *in, int n)
+{
+    txc_graph *lg = NULL;
+    int64_t arena = 0;
+    char why[512];
+    txc_persist_result r = txc_persist_load(path, key, g, jit->env, in, n, &lg, &arena, why, sizeof why);
+    if (r == TXC_PERSIST_REJECTED) {
+        jit->stats.cache_rejects++;
+        snprintf(jit->cache_msg, sizeof jit->cache_msg, "compile cache: %s is %s, recompiled", path, why);
+    }
+    if (r != TXC_PERSIST_LOADED)
+        return NULL;
+    txc_status before = txc_last_status();
+    txc_plan *p = build_plan(jit, lg, arena);
+    if (!p) { /* out of memory: compiling may still fit */
+        txc_graph_free(lg);
+        if (before == TXC_OK)
+            txc_clear_error();
+        return NULL;
+    }
+    snprintf(jit->cache_msg, sizeof jit->cache_msg, "compile cache: loaded %s", path);
+    return p;
 }
 
 static txc_plan *compile(txc_jit *jit, txc_tensor *const *in, int n, const void *statics, size_t len)
@@ -365,16 +418,52 @@ static txc_plan *compile(txc_jit *jit, txc_tensor *const *in, int n, const void 
     txc_graph *g = trace(jit, in, n, statics, len);
     if (!g)
         return NULL;
+    jit->stats.trace_ms += now_ms() - t0;
     jit->stats.nodes_traced = g->n_nodes;
-    txc_pass_dce(g);
-    txc_pass_cse(g);
-    txc_pass_fold(g, jit->env);
-    txc_pass_fuse(g);
-    txc_pass_dce(g);
-    txc_plan *p = build_plan(jit, g);
-    if (!p) {
+    jit->cache_msg[0] = 0;
+    /* The compile cache: the key hashes the traced graph and the call. */
+    char path[PATH_MAX];
+    txc_plan_key key = {{0, 0}};
+    bool cached = jit->cache_dir && txc_env_device(jit->env).type == TXC_DEVICE_CPU;
+    if (cached) {
+        key = txc_persist_key(g, in, n, statics, len);
+        cached = txc_persist_path(path, sizeof path, jit->cache_dir, jit->name, key);
+        if (!cached) {
+            jit->stats.cache_errors++;
+            snprintf(jit->cache_msg, sizeof jit->cache_msg, "compile cache: the folder's path is too long");
+        }
+    }
+    txc_plan *p = cached ? load_cached(jit, path, key, g, in, n) : NULL;
+    if (p) {
         txc_graph_free(g);
-        return NULL;
+        jit->stats.cache_loads++;
+        jit->stats.last_compile_source = "loaded from cache";
+    } else {
+        txc_pass_dce(g);
+        txc_pass_cse(g);
+        txc_pass_fold(g, jit->env);
+        txc_pass_fuse(g);
+        txc_pass_dce(g);
+        int64_t arena = txc_plan_memory(g);
+        p = arena >= 0 ? build_plan(jit, g, arena) : NULL;
+        if (!p) {
+            txc_graph_free(g);
+            return NULL;
+        }
+        jit->stats.last_compile_source = "compiled";
+        if (cached) { /* a failure to save is not the call's: it is reported, not returned */
+            char why[PATH_MAX + 256];
+            size_t l = strlen(jit->cache_msg);
+            if (txc_persist_save(path, jit->name, key, g, arena, why, sizeof why)) {
+                jit->stats.cache_saves++;
+                if (!l)
+                    snprintf(jit->cache_msg, sizeof jit->cache_msg, "compile cache: saved %s", path);
+            } else {
+                jit->stats.cache_errors++;
+                snprintf(jit->cache_msg + l, sizeof jit->cache_msg - l, "%scompile cache: plan not saved: %s",
+                         l ? "; " : "", why);
+            }
+        }
     }
     p->n_inputs = n;
     p->sig = calloc((size_t)(n > 0 ? n : 1), sizeof *p->sig);
@@ -436,6 +525,7 @@ txc_jit *txc_jit_new(txc_env *env, const char *name, txc_jit_fn fn, void *ctx)
     snprintf(jit->name, sizeof jit->name, "%s", name ? name : "fn");
     jit->fn = fn;
     jit->ctx = ctx;
+    jit->stats.last_compile_source = "";
     return jit;
 }
 
@@ -448,7 +538,48 @@ void txc_jit_free(txc_jit *jit)
         jit->plans = p->next;
         plan_free(p);
     }
+    free(jit->cache_dir);
     free(jit);
+}
+
+txc_status txc_jit_set_compile_cache(txc_jit *jit, const char *dir)
+{
+    char *d = NULL;
+    if (dir && *dir) {
+        size_t l = strlen(dir);
+        while (l > 1 && dir[l - 1] == '/')
+            l--;
+        if (l + 80 > PATH_MAX)
+            return txc_error(TXC_ERR_INVALID, "jit '%s': compile cache folder path too long", jit->name);
+        if (!(d = malloc(l + 1)))
+            return txc_error(TXC_ERR_NOMEM, "out of memory (jit)");
+        memcpy(d, dir, l);
+        d[l] = 0;
+    }
+    free(jit->cache_dir);
+    jit->cache_dir = d;
+    return TXC_OK;
+}
+
+const char *txc_jit_compile_cache(const txc_jit *jit) { return jit->cache_dir; }
+const char *txc_jit_compile_cache_message(const txc_jit *jit) { return jit->cache_msg; }
+
+bool txc_jit_default_compile_cache(char *buf, size_t cap)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int w;
+    if (xdg && xdg[0] == '/') /* the XDG spec: a relative path is ignored */
+        w = snprintf(buf, cap, "%s/txc", xdg);
+    else if (home && *home)
+        w = snprintf(buf, cap, "%s/.cache/txc", home);
+    else
+        w = -1;
+    if (w < 0 || (size_t)w >= cap) {
+        if (cap)
+            buf[0] = 0;
+        return false;
+    }
+    return true;
 }
 
 txc_status txc_jit_call(txc_jit *jit, txc_tensor *const *in, int n, const char *const *names, const void *statics,
