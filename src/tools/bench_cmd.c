@@ -4,6 +4,7 @@
  *   txc bench (--model DIR | --synthetic NAME) [--dtype f32|bf16|f16] [--seed N]
  *             [--new-tokens N] [--prompt-tokens N | --prompt TEXT] [--modes a,b,...]
  *             [--max-cache-len N] [--baseline-limit SECONDS] [--json]
+ *             [--compile-cache DIR | --no-compile-cache]
  *
  * One row per mode — a cache kind (none, dynamic, static) run eagerly or
  * compiled (txc/jit.h) — each with a fresh generator (so compilations are
@@ -58,6 +59,8 @@ typedef struct bench_row {
     bool capped; /* stopped by --baseline-limit */
     double total_s, prefill_ms, decode_ms, decode_tok_s, decode_tok_s_excl_compile, compile_ms;
     int64_t prefill_compilations, decode_compilations;
+    int64_t cache_loads, cache_saves; /* compile cache: plans read instead of compiled, plans written */
+    double trace_ms;                  /* the part of compile_ms spent tracing */
     int32_t *ids;
     bool tokens_match;
     int64_t compared; /* tokens compared with the reference row */
@@ -108,6 +111,7 @@ static void usage_bench(FILE *f)
             "usage: txc bench (--model DIR | --synthetic NAME) [--dtype f32|bf16|f16] [--seed N]\n"
             "                 [--new-tokens N] [--prompt-tokens N | --prompt TEXT] [--modes a,b,...]\n"
             "                 [--max-cache-len N] [--baseline-limit SECONDS] [--json]\n"
+            "                 [--compile-cache DIR | --no-compile-cache]\n"
             "\n"
             "The torchax article's table for one model on this machine: greedy generation of the\n"
             "same prompt in each mode, each with a fresh generator, no stop on eos.\n"
@@ -124,7 +128,10 @@ static void usage_bench(FILE *f)
             "                       eager-static,jit-static,jit-dynamic; also jit-none)\n"
             "  --max-cache-len N    StaticCache length (default: prompt + new tokens)\n"
             "  --baseline-limit S   stop the no-cache rows after S seconds (default 120; 0: never)\n"
-            "  --json               print one JSON object instead of the table\n");
+            "  --json               print one JSON object instead of the table\n"
+            "  --compile-cache DIR  save compiled plans to DIR and load them from it (default:\n"
+            "                       $XDG_CACHE_HOME/txc, else $HOME/.cache/txc)\n"
+            "  --no-compile-cache   compile every plan in this process\n");
 }
 
 /* ---- the machine ------------------------------------------------------------------ */
@@ -177,13 +184,18 @@ static bool within_limit(void *ctx, int32_t id)
 }
 
 static txc_status run_mode(txc_model *model, const bench_mode *mode, const int32_t *prompt, int64_t n_prompt,
-                           int64_t new_tokens, int64_t max_cache_len, double baseline_limit_s, bench_row *row)
+                           int64_t new_tokens, int64_t max_cache_len, double baseline_limit_s, const char *cache_dir,
+                           bench_row *row)
 {
     memset(row, 0, sizeof *row);
     row->mode = mode;
     txc_generator *gen = txc_generator_new(model);
     if (!gen)
         return txc_last_status();
+    if (mode->jit && cache_dir && txc_generator_set_compile_cache(gen, cache_dir) != TXC_OK) {
+        txc_generator_free(gen);
+        return txc_last_status();
+    }
     txc_generate_options o = txc_generate_default_options(model, NULL);
     o.n_eos = 0; /* every mode makes exactly new_tokens */
     o.max_new_tokens = new_tokens;
@@ -211,6 +223,19 @@ static txc_status run_mode(txc_model *model, const bench_mode *mode, const int32
         row->prefill_compilations = res.prefill_compilations;
         row->decode_compilations = res.decode_compilations;
         row->compile_ms = res.compile_ms;
+        if (mode->jit)
+            for (int w = 0; w < 2; w++) {
+                txc_jit_stats js = txc_generator_jit_stats(gen, w);
+                row->cache_loads += (int64_t)js.cache_loads;
+                row->cache_saves += (int64_t)js.cache_saves;
+                row->trace_ms += js.trace_ms;
+                if (js.cache_rejects) /* not errors of the run: said, not returned */
+                    fprintf(stderr, "txc: compile cache: %llu %s plan file(s) in %s corrupt or stale, recompiled\n",
+                            (unsigned long long)js.cache_rejects, w ? "decode" : "prefill", cache_dir);
+                if (js.cache_errors)
+                    fprintf(stderr, "txc: compile cache: %llu %s plan(s) could not be written to %s\n",
+                            (unsigned long long)js.cache_errors, w ? "decode" : "prefill", cache_dir);
+            }
         row->ids = res.new_ids; /* taken over */
         res.new_ids = NULL;
         if (res.n_new != new_tokens && !lim.hit)
@@ -238,6 +263,7 @@ typedef struct bench_info {
     double baseline_limit_s;
     char cpu[256];
     long cores;
+    const char *compile_cache; /* the folder, NULL: off */
 } bench_info;
 
 static const bench_row *eager_dynamic_row(const bench_row *rows, int n)
@@ -278,6 +304,10 @@ static void print_json(const bench_info *bi, const bench_row *rows, int n, bool 
     cJSON_AddNumberToObject(j, "new_tokens", (double)bi->new_tokens);
     cJSON_AddNumberToObject(j, "max_cache_len", (double)bi->max_cache_len);
     cJSON_AddNumberToObject(j, "baseline_limit_s", bi->baseline_limit_s);
+    if (bi->compile_cache)
+        cJSON_AddStringToObject(j, "compile_cache", bi->compile_cache);
+    else
+        cJSON_AddNullToObject(j, "compile_cache");
     cJSON *notes = cJSON_AddArrayToObject(j, "notes");
     if (bi->synthetic && bi->synthetic->differs)
         cJSON_AddItemToArray(notes, cJSON_CreateString(bi->synthetic->differs));
@@ -303,6 +333,9 @@ static void print_json(const bench_info *bi, const bench_row *rows, int n, bool 
         cJSON_AddBoolToObject(o, "jit", r->mode->jit);
         cJSON_AddNumberToObject(o, "prefill_compilations", (double)r->prefill_compilations);
         cJSON_AddNumberToObject(o, "decode_compilations", (double)r->decode_compilations);
+        cJSON_AddNumberToObject(o, "compile_cache_loads", (double)r->cache_loads);
+        cJSON_AddNumberToObject(o, "compile_cache_saves", (double)r->cache_saves);
+        cJSON_AddNumberToObject(o, "compile_trace_ms", round_to(r->trace_ms, 1e-3));
         cJSON_AddNumberToObject(o, "decode_ms", round_to(r->decode_ms, 1e-3));
         cJSON_AddNumberToObject(o, "decode_tok_s_excl_compile", round_to(r->decode_tok_s_excl_compile, 1e-3));
         double sp = speedup(r, base);
@@ -383,6 +416,12 @@ static void print_table(const bench_info *bi, const bench_row *rows, int n, bool
                r->total_s, r->prefill_ms, r->decode_tok_s, comp, r->compile_ms, sp, match);
     }
     printf("\n");
+    for (int i = 0; i < n; i++)
+        if (rows[i].mode->jit && bi->compile_cache)
+            printf("compile cache %s: %s loaded %lld of its %lld plans from it, saved %lld\n", bi->compile_cache,
+                   rows[i].mode->name, (long long)rows[i].cache_loads,
+                   (long long)(rows[i].prefill_compilations + rows[i].decode_compilations),
+                   (long long)rows[i].cache_saves);
     for (int i = 0; i < n; i++)
         if (rows[i].capped)
             printf("%s: capped at %lld of %lld new tokens (--baseline-limit %g s reached); its decode tok/s is over "
@@ -465,7 +504,8 @@ int txc_cmd_bench(int argc, char **argv)
     const char *model_dir = NULL, *synthetic = NULL, *dtype_name = NULL, *prompt_text = NULL, *modes_list = NULL;
     int64_t new_tokens = 256, prompt_tokens = -1, max_cache_len = 0, seed = 0;
     double baseline_limit = 120;
-    bool json = false;
+    bool json = false, no_compile_cache = false;
+    const char *compile_cache = NULL;
     static const struct option longopts[] = {
         {"model", required_argument, 0, 'm'},        {"synthetic", required_argument, 0, 's'},
         {"dtype", required_argument, 0, 'd'},        {"seed", required_argument, 0, 'S'},
@@ -473,6 +513,7 @@ int txc_cmd_bench(int argc, char **argv)
         {"prompt", required_argument, 0, 'p'},       {"modes", required_argument, 0, 'M'},
         {"max-cache-len", required_argument, 0, 'L'}, {"baseline-limit", required_argument, 0, 'B'},
         {"json", no_argument, 0, 'j'},               {"help", no_argument, 0, 'h'},
+        {"compile-cache", required_argument, 0, 'C'}, {"no-compile-cache", no_argument, 0, 'N'},
         {0, 0, 0, 0},
     };
     optind = 1;
@@ -486,6 +527,8 @@ int txc_cmd_bench(int argc, char **argv)
         case 'p': prompt_text = optarg; break;
         case 'M': modes_list = optarg; break;
         case 'j': json = true; break;
+        case 'C': compile_cache = optarg, no_compile_cache = false; break;
+        case 'N': no_compile_cache = true; break;
         case 'S':
             if (!parse_int("--seed", optarg, 0, &seed))
                 return EXIT_ERROR;
@@ -562,9 +605,17 @@ int txc_cmd_bench(int argc, char **argv)
         }
     }
 
+    char default_cache[4096];
+    if (no_compile_cache)
+        compile_cache = NULL;
+    else if (!compile_cache && txc_jit_default_compile_cache(default_cache, sizeof default_cache))
+        compile_cache = default_cache;
+    if (compile_cache && !*compile_cache)
+        compile_cache = NULL;
+
     bool progress = isatty(STDERR_FILENO);
     bench_info bi = {.model = model_dir ? model_dir : synthetic, .seed = (uint64_t)seed,
-                     .baseline_limit_s = baseline_limit};
+                     .baseline_limit_s = baseline_limit, .compile_cache = compile_cache};
     txc_model *model = NULL;
     if (synthetic) {
         bi.synthetic = txc_synthetic_find(synthetic);
@@ -645,7 +696,7 @@ int txc_cmd_bench(int argc, char **argv)
             fprintf(stderr, "bench: %s...\n", modes[i]->name);
         txc_clear_error();
         if (run_mode(model, modes[i], prompt, (int64_t)n_prompt, new_tokens, max_cache_len, baseline_limit,
-                     &rows[i]) != TXC_OK) {
+                     compile_cache, &rows[i]) != TXC_OK) {
             rc = fail(modes[i]->name);
             break;
         }

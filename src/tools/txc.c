@@ -5,6 +5,7 @@
  *                [--cache none|dynamic|static] [--max-cache-len N] [--jit|--no-jit] [--verbose]
  *                [--do-sample|--greedy] [--temperature F] [--top-k N] [--top-p F] [--min-p F]
  *                [--repetition-penalty F] [--seed N] [--stop STRING]...
+ *                [--compile-cache DIR | --no-compile-cache]
  *
  * Exit status: 0 on success, 2 on any error (one line on stderr).
  */
@@ -115,7 +116,7 @@ static void usage_generate(FILE *f)
             "                    [--cache none|dynamic|static] [--max-cache-len N] [--jit|--no-jit]\n"
             "                    [--verbose] [--do-sample|--greedy] [--temperature F] [--top-k N]\n"
             "                    [--top-p F] [--min-p F] [--repetition-penalty F] [--seed N]\n"
-            "                    [--stop STRING]...\n"
+            "                    [--stop STRING]... [--compile-cache DIR | --no-compile-cache]\n"
             "\n"
             "Text generation from a Hugging Face model folder (config.json,\n"
             "model.safetensors, tokenizer.json); the continuation is streamed to stdout.\n"
@@ -127,6 +128,9 @@ static void usage_generate(FILE *f)
             "  --max-cache-len N   StaticCache length (default: prompt + max-new-tokens)\n"
             "  --jit, --no-jit     compile the prefill and decode steps into cached plans (default)\n"
             "                      or run every op eagerly\n"
+            "  --compile-cache DIR save compiled plans to DIR and load them from it in later runs\n"
+            "                      (default: $XDG_CACHE_HOME/txc, else $HOME/.cache/txc)\n"
+            "  --no-compile-cache  compile every plan in this process\n"
             "  --verbose           timings on stderr: load, prefill, decode tokens/s, cache mode,\n"
             "                      compilations and why they happened\n"
             "Decoding (defaults from generation_config.json, else greedy; flags override it):\n"
@@ -242,12 +246,17 @@ static int cmd_generate(int argc, char **argv)
     uint64_t seed = 0;
     stream_ctx sc = {0};
     enum { OPT_SAMPLE = 256, OPT_GREEDY, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REP, OPT_SEED, OPT_STOP };
+    enum { OPT_COMPILE_CACHE = 512, OPT_NO_COMPILE_CACHE };
+    const char *compile_cache = NULL; /* --compile-cache DIR; --no-compile-cache: "" */
+    char default_cache[4096];
     static const struct option longopts[] = {
         {"do-sample", no_argument, 0, OPT_SAMPLE},            {"greedy", no_argument, 0, OPT_GREEDY},
         {"temperature", required_argument, 0, OPT_TEMPERATURE}, {"top-k", required_argument, 0, OPT_TOP_K},
         {"top-p", required_argument, 0, OPT_TOP_P},           {"min-p", required_argument, 0, OPT_MIN_P},
         {"repetition-penalty", required_argument, 0, OPT_REP}, {"seed", required_argument, 0, OPT_SEED},
         {"stop", required_argument, 0, OPT_STOP},
+        {"compile-cache", required_argument, 0, OPT_COMPILE_CACHE},
+        {"no-compile-cache", no_argument, 0, OPT_NO_COMPILE_CACHE},
         {"jit", no_argument, 0, 'J'},                  {"no-jit", no_argument, 0, 'E'},
         {"model", required_argument, 0, 'm'},          {"prompt", required_argument, 0, 'p'},
         {"max-new-tokens", required_argument, 0, 'n'}, {"cache", required_argument, 0, 'c'},
@@ -311,6 +320,8 @@ static int cmd_generate(int argc, char **argv)
             }
             sc.stop[sc.n_stop++] = optarg;
             break;
+        case OPT_COMPILE_CACHE: compile_cache = optarg; break;
+        case OPT_NO_COMPILE_CACHE: compile_cache = ""; break;
         case 'h': usage_generate(stdout); return 0;
         default:
             fprintf(stderr, "txc: option '%s' is unknown or needs a value (see txc generate --help)\n",
@@ -395,6 +406,13 @@ static int cmd_generate(int argc, char **argv)
     opts.ctx = &sc;
     txc_generate_result res = {0};
     txc_generator *gen = txc_generator_new(model);
+    if (!compile_cache && txc_jit_default_compile_cache(default_cache, sizeof default_cache))
+        compile_cache = default_cache;
+    if (gen && opts.jit && compile_cache && *compile_cache &&
+        txc_generator_set_compile_cache(gen, compile_cache) != TXC_OK) {
+        txc_generator_free(gen);
+        gen = NULL;
+    }
     bool encoded = gen && sc.detok && txc_tokenizer_encode(tok, prompt, strlen(prompt), true, &ids, &n_ids) == TXC_OK;
     /* generation_config's max_length (without max_new_tokens) counts the
      * prompt, as in transformers. */
@@ -455,6 +473,16 @@ static int cmd_generate(int argc, char **argv)
                                 w ? "decode" : "prefill", js.nodes_traced, js.nodes_compiled,
                                 (double)js.arena_bytes / 1024.0, txc_generator_last_recompile_reason(gen, w));
                 }
+                txc_jit_stats cs[2] = {txc_generator_jit_stats(gen, 0), txc_generator_jit_stats(gen, 1)};
+                if (compile_cache && *compile_cache)
+                    fprintf(stderr, "compile cache: %s: %llu plans loaded, %llu saved, %llu files rejected (corrupt "
+                                    "or stale), %llu not written\n",
+                            compile_cache, (unsigned long long)(cs[0].cache_loads + cs[1].cache_loads),
+                            (unsigned long long)(cs[0].cache_saves + cs[1].cache_saves),
+                            (unsigned long long)(cs[0].cache_rejects + cs[1].cache_rejects),
+                            (unsigned long long)(cs[0].cache_errors + cs[1].cache_errors));
+                else
+                    fprintf(stderr, "compile cache: off\n");
             } else {
                 fprintf(stderr, "jit: off (eager)\n");
             }
