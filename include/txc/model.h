@@ -1,12 +1,30 @@
 /*
  * txc/model.h — causal language models written against the ops API.
  *
- * The LlamaForCausalLM family (transformers' modeling_llama.py), written
- * once: Llama, Mistral (without sliding-window attention yet), Qwen2 (q/k/v
- * biases), SmolLM (a Llama). Grouped-query attention, RoPE with rope_theta,
- * head_dim when config.json gives it, tied or untied lm_head. Computation is
- * float32; bf16/f16 weights are converted once at load, f32 weights are used
- * in place from the mmap'd safetensors file (zero copy).
+ * transformers' *ForCausalLM of these model_types, each written once
+ * (src/models/: llama.c for the llama-style decoders, gpt2.c, rope.c):
+ *   llama    Llama 1-3, SmolLM, TinyLlama: grouped-query attention, RoPE
+ *            with rope_scaling default / linear / dynamic / llama3 / yarn,
+ *            attention_bias (q/k/v/o) and mlp_bias;
+ *   mistral  + sliding-window attention (sliding_window);
+ *   qwen2    + q/k/v biases, sliding window with use_sliding_window from
+ *            max_window_layers (or layer_types);
+ *   qwen3    + q_norm / k_norm (RMSNorm per head before RoPE), head_dim;
+ *   gemma    embeddings * sqrt(hidden_size), RMSNorm * (1 + w), GeGLU
+ *            (gelu_pytorch_tanh), head_dim, tied head;
+ *   gemma2   + post-attention / pre- and post-feedforward norms, attention
+ *            and final logit soft-capping, alternating sliding window,
+ *            query_pre_attn_scalar;
+ *   phi3     fused qkv_proj and gate_up_proj (row blocks, no copy), partial
+ *            rotary (partial_rotary_factor), sliding window;
+ *   gpt2     LayerNorm with bias, learned positions (wpe), Conv1D weights
+ *            (in, out) used through transposed views, fused c_attn,
+ *            gelu_new, tied head.
+ * The head is lm_head.weight when tie_word_embeddings is false (it must be
+ * in the file), else the embedding (an lm_head.weight in the file is then
+ * ignored, as transformers ties it). Computation is float32; bf16/f16
+ * weights are converted once at load, f32 weights are used in place from
+ * the mmap'd safetensors file (zero copy).
  *
  * The parameters form a named set (transformers' state_dict names), so that
  * later layers (the JIT) can pass them as explicit inputs.
@@ -37,8 +55,14 @@ typedef struct txc_model_options {
  *                       tensor whose shape disagrees with config.json
  *                       (the message names the tensor, both shapes and the
  *                       config fields);
- *   TXC_ERR_UNSUPPORTED unknown model_type, hidden_act other than silu,
- *                       rope_scaling, tensor dtypes other than f32/f16/bf16. */
+ *   TXC_ERR_UNSUPPORTED one line naming what: a model_type not above, a
+ *                       hidden_act other than silu / gelu /
+ *                       gelu_pytorch_tanh / gelu_new / relu, a rope_scaling
+ *                       type other than default / linear / dynamic / llama3
+ *                       / yarn (longrope...), a layer_types entry other than
+ *                       full_attention / sliding_attention,
+ *                       use_bidirectional_attention, add_cross_attention,
+ *                       tensor dtypes other than f32/f16/bf16. */
 txc_status txc_model_load(const char *model_dir, const txc_model_options *opts, txc_model **out);
 void txc_model_free(txc_model *model);
 
@@ -81,6 +105,23 @@ txc_tensor *txc_model_forward_with(txc_model *model, txc_tensor *const *params, 
                                    int64_t logits_to_keep, txc_tensor *logits_index);
 /* The parameter tensors as one array (borrowed; n = txc_model_num_parameters). */
 txc_tensor *const *txc_model_parameters(const txc_model *model);
+
+/* The longest sequence (positions) the model handles:
+ * max_position_embeddings, except with dynamic NTK RoPE (whose point is to
+ * run past it; transformers does not stop there): INT64_MAX. */
+int64_t txc_model_max_positions(const txc_model *model);
+/* The rotary embedding's inv_freq buffer as computed at load, float32
+ * (rotary_dim / 2) (borrowed; NULL without RoPE, e.g. gpt2), equal to
+ * transformers' (rope_scaling applied); and the factor cos/sin are scaled by
+ * (yarn's attention_factor; 1 otherwise). */
+txc_tensor *txc_model_rope_inv_freq(const txc_model *model);
+double txc_model_rope_attention_scaling(const txc_model *model);
+/* Layer `layer`'s sliding window (keys with position > query - window are
+ * visible), 0 for full attention. */
+int64_t txc_model_sliding_window(const txc_model *model, int64_t layer);
+/* The name of the parameter used as the output head ("lm_head.weight", or
+ * the embedding's name when tied). */
+const char *txc_model_lm_head_name(const txc_model *model);
 
 #ifdef __cplusplus
 }

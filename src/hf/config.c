@@ -48,6 +48,16 @@ static const cJSON *item(const jctx *c, const char *key)
     return cJSON_IsNull(v) ? NULL : v;
 }
 
+/* Whether `key` is in the object at all (null included): absent takes the
+ * config class's default, null means "none" for the nullable fields. */
+static bool has_key(const jctx *c, const char *key)
+{
+    for (const cJSON *e = c->obj->child; e; e = e->next)
+        if (e->string && strcmp(e->string, key) == 0)
+            return true;
+    return false;
+}
+
 static txc_status as_int(const jctx *c, const char *field, const cJSON *v, int64_t *out)
 {
     if (!cJSON_IsNumber(v))
@@ -285,7 +295,23 @@ static txc_status optional_positive(const jctx *c, const char *key, int64_t *out
     return TXC_OK;
 }
 
-/* rope_scaling (older key) and rope_parameters (transformers v5). */
+/* A number of the rope object (`obj` names it in messages); *out untouched
+ * when absent or null. */
+static txc_status rope_double(const jctx *sub, const char *obj, const char *key, double *out)
+{
+    const cJSON *v = item(sub, key);
+    if (!v)
+        return TXC_OK;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return txc_error(TXC_ERR_FORMAT, "%s: field '%s.%s' is %s, expected a number", sub->origin, obj, key,
+                         json_kind(v));
+    *out = v->valuedouble;
+    return TXC_OK;
+}
+
+/* rope_scaling (older key) and rope_parameters (transformers v5): the type
+ * and its parameters. rope_scaling wins when both are there (transformers'
+ * convert_rope_params_to_dict). */
 static txc_status parse_rope(const jctx *c, txc_hf_config *o, bool theta_found)
 {
     const cJSON *rs = item(c, "rope_scaling");
@@ -317,6 +343,8 @@ static txc_status parse_rope(const jctx *c, txc_hf_config *o, bool theta_found)
             o->rope_theta = theta->valuedouble;
         }
         const cJSON *t = item(&sub, "rope_type");
+        if (!t)
+            t = item(&sub, "type");
         if (t && !rs) {
             char type[sizeof o->rope_scaling_type] = "";
             TRY(copy_str(c, "rope_parameters.rope_type", t, type, sizeof type));
@@ -326,6 +354,119 @@ static txc_status parse_rope(const jctx *c, txc_hf_config *o, bool theta_found)
             }
         }
     }
+    const cJSON *obj = rs ? rs : rp;
+    const char *oname = rs ? "rope_scaling" : "rope_parameters";
+    if (obj) {
+        jctx sub = {c->origin, obj};
+        TRY(rope_double(&sub, oname, "factor", &o->rope_factor));
+        TRY(rope_double(&sub, oname, "low_freq_factor", &o->low_freq_factor));
+        TRY(rope_double(&sub, oname, "high_freq_factor", &o->high_freq_factor));
+        TRY(rope_double(&sub, oname, "beta_fast", &o->beta_fast));
+        TRY(rope_double(&sub, oname, "beta_slow", &o->beta_slow));
+        TRY(rope_double(&sub, oname, "attention_factor", &o->attention_factor));
+        TRY(rope_double(&sub, oname, "mscale", &o->mscale));
+        TRY(rope_double(&sub, oname, "mscale_all_dim", &o->mscale_all_dim));
+        TRY(rope_double(&sub, oname, "partial_rotary_factor", &o->partial_rotary_factor));
+        const cJSON *v = item(&sub, "original_max_position_embeddings");
+        if (v) {
+            char field[64];
+            snprintf(field, sizeof field, "%s.original_max_position_embeddings", oname);
+            TRY(as_int(c, field, v, &o->original_max_position_embeddings));
+        }
+        v = item(&sub, "truncate");
+        if (v) {
+            if (!cJSON_IsBool(v))
+                return txc_error(TXC_ERR_FORMAT, "%s: field '%s.truncate' is %s, expected true or false", c->origin,
+                                 oname, json_kind(v));
+            o->rope_truncate = cJSON_IsTrue(v);
+        }
+    }
+    return TXC_OK;
+}
+
+/* The config classes' defaults that differ from LlamaConfig's (a
+ * save_pretrained config.json leaves out values equal to its class's). */
+typedef struct type_defaults {
+    const char *model_type;
+    bool tie_word_embeddings;
+    int64_t head_dim;               /* 0: hidden_size / num_attention_heads */
+    int64_t max_position_embeddings;
+    double rms_norm_eps;
+    int64_t sliding_window;
+    const char *hidden_act;
+    double final_logit_softcapping, attn_logit_softcapping, query_pre_attn_scalar;
+} type_defaults;
+
+static const type_defaults known_defaults[] = {
+    {"mistral", false, 0, 131072, 1e-6, 4096, "silu", 0, 0, 0},
+    {"qwen2", false, 0, 32768, 1e-6, 0, "silu", 0, 0, 0},
+    {"qwen3", false, 128, 32768, 1e-6, 0, "silu", 0, 0, 0},
+    {"gemma", true, 256, 8192, 1e-6, 0, "gelu_pytorch_tanh", 0, 0, 0},
+    {"gemma2", true, 256, 8192, 1e-6, 4096, "gelu_pytorch_tanh", 30.0, 50.0, 256},
+    {"phi3", false, 0, 4096, 1e-5, 0, "silu", 0, 0, 0},
+    {"gpt2", true, 0, 1024, 1e-6, 0, "gelu_new", 0, 0, 0},
+};
+
+static type_defaults defaults_for(const char *model_type)
+{
+    for (size_t i = 0; i < sizeof known_defaults / sizeof *known_defaults; i++)
+        if (strcmp(known_defaults[i].model_type, model_type) == 0)
+            return known_defaults[i];
+    return (type_defaults){model_type, false, 0, 2048, 1e-6, 0, "silu", 0, 0, 0}; /* LlamaConfig */
+}
+
+/* `key`, else its GPT-2 alias (transformers' attribute_map). */
+static const char *alias(const jctx *c, const char *key, const char *gpt2_key)
+{
+    return !has_key(c, key) && has_key(c, gpt2_key) ? gpt2_key : key;
+}
+
+/* A nullable positive number: absent keeps *out (the default), null gives 0
+ * (none), else it must be > 0. */
+static txc_status nullable_positive(const jctx *c, const char *key, double *out)
+{
+    if (!has_key(c, key))
+        return TXC_OK;
+    *out = 0;
+    TRY(get_double(c, key, out));
+    if (item(c, key) && !(*out > 0))
+        return txc_error(TXC_ERR_FORMAT, "%s: field '%s' is %g, expected a positive number or null", c->origin,
+                         key, *out);
+    return TXC_OK;
+}
+
+/* layer_types: one of "full_attention", "sliding_attention", ... per layer. */
+static txc_status parse_layer_types(const jctx *c, txc_hf_config *o)
+{
+    const cJSON *lt = item(c, "layer_types");
+    if (!lt)
+        return TXC_OK;
+    if (!cJSON_IsArray(lt))
+        return txc_error(TXC_ERR_FORMAT, "%s: field 'layer_types' is %s, expected a list of strings", c->origin,
+                         json_kind(lt));
+    int n = cJSON_GetArraySize(lt);
+    if (n != o->num_hidden_layers)
+        return txc_error(TXC_ERR_FORMAT, "%s: field 'layer_types' has %d entries but num_hidden_layers is %" PRId64,
+                         c->origin, n, o->num_hidden_layers);
+    if (n > TXC_MAX_LAYER_TYPES)
+        return txc_error(TXC_ERR_FORMAT, "%s: field 'layer_types' has %d entries (at most %d supported)", c->origin,
+                         n, TXC_MAX_LAYER_TYPES);
+    int i = 0;
+    for (const cJSON *e = lt->child; e; e = e->next, i++) {
+        if (!cJSON_IsString(e))
+            return txc_error(TXC_ERR_FORMAT, "%s: field 'layer_types' holds %s, expected strings", c->origin,
+                             json_kind(e));
+        if (strcmp(e->valuestring, "full_attention") == 0) {
+            o->layer_types[i] = TXC_LAYER_FULL;
+        } else if (strcmp(e->valuestring, "sliding_attention") == 0) {
+            o->layer_types[i] = TXC_LAYER_SLIDING;
+        } else {
+            o->layer_types[i] = TXC_LAYER_OTHER;
+            if (!o->layer_type_other[0])
+                snprintf(o->layer_type_other, sizeof o->layer_type_other, "%.31s", e->valuestring);
+        }
+    }
+    o->n_layer_types = n;
     return TXC_OK;
 }
 
@@ -335,6 +476,8 @@ static txc_status parse_config(const jctx *c, txc_hf_config *o)
     if (!mt)
         return txc_error(TXC_ERR_FORMAT, "%s: required field 'model_type' is missing", c->origin);
     TRY(copy_str(c, "model_type", mt, o->model_type, sizeof o->model_type));
+    const type_defaults d = defaults_for(o->model_type);
+    const bool gpt2 = strcmp(o->model_type, "gpt2") == 0;
 
     const cJSON *arch = item(c, "architectures");
     if (arch) {
@@ -346,11 +489,18 @@ static txc_status parse_config(const jctx *c, txc_hf_config *o)
     }
 
     TRY(require_positive(c, "vocab_size", &o->vocab_size));
-    TRY(require_positive(c, "hidden_size", &o->hidden_size));
-    TRY(require_positive(c, "intermediate_size", &o->intermediate_size));
-    TRY(require_positive(c, "num_hidden_layers", &o->num_hidden_layers));
-    TRY(require_positive(c, "num_attention_heads", &o->num_attention_heads));
+    TRY(require_positive(c, alias(c, "hidden_size", "n_embd"), &o->hidden_size));
     bool found;
+    if (!has_key(c, "intermediate_size") && has_key(c, "n_inner")) {
+        o->intermediate_size = 4 * o->hidden_size; /* GPT2Config: n_inner null = 4 * n_embd */
+        TRY(optional_positive(c, "n_inner", &o->intermediate_size, &found));
+    } else if (gpt2 && !has_key(c, "intermediate_size")) {
+        o->intermediate_size = 4 * o->hidden_size;
+    } else {
+        TRY(require_positive(c, "intermediate_size", &o->intermediate_size));
+    }
+    TRY(require_positive(c, alias(c, "num_hidden_layers", "n_layer"), &o->num_hidden_layers));
+    TRY(require_positive(c, alias(c, "num_attention_heads", "n_head"), &o->num_attention_heads));
     o->num_key_value_heads = o->num_attention_heads;
     TRY(optional_positive(c, "num_key_value_heads", &o->num_key_value_heads, &found));
     if (o->num_attention_heads % o->num_key_value_heads != 0)
@@ -358,8 +508,9 @@ static txc_status parse_config(const jctx *c, txc_hf_config *o)
                          "%s: field 'num_attention_heads' (%" PRId64
                          ") is not a multiple of 'num_key_value_heads' (%" PRId64 ")",
                          c->origin, o->num_attention_heads, o->num_key_value_heads);
+    o->head_dim = d.head_dim;
     TRY(optional_positive(c, "head_dim", &o->head_dim, &found));
-    if (!found) {
+    if (!found && !d.head_dim) {
         if (o->hidden_size % o->num_attention_heads != 0)
             return txc_error(TXC_ERR_FORMAT,
                              "%s: field 'hidden_size' (%" PRId64
@@ -368,37 +519,88 @@ static txc_status parse_config(const jctx *c, txc_hf_config *o)
                              c->origin, o->hidden_size, o->num_attention_heads);
         o->head_dim = o->hidden_size / o->num_attention_heads;
     }
-    o->max_position_embeddings = 2048;
-    TRY(optional_positive(c, "max_position_embeddings", &o->max_position_embeddings, &found));
+    o->max_position_embeddings = d.max_position_embeddings;
+    TRY(optional_positive(c, alias(c, "max_position_embeddings", "n_positions"), &o->max_position_embeddings,
+                          &found));
 
-    o->rms_norm_eps = 1e-6;
+    o->rms_norm_eps = d.rms_norm_eps;
     TRY(get_double(c, "rms_norm_eps", &o->rms_norm_eps));
     if (!(o->rms_norm_eps > 0))
         return txc_error(TXC_ERR_FORMAT, "%s: field 'rms_norm_eps' is %g, expected a positive number",
                          c->origin, o->rms_norm_eps);
+    o->layer_norm_epsilon = 1e-5;
+    TRY(get_double(c, "layer_norm_epsilon", &o->layer_norm_epsilon));
+    if (!(o->layer_norm_epsilon > 0))
+        return txc_error(TXC_ERR_FORMAT, "%s: field 'layer_norm_epsilon' is %g, expected a positive number",
+                         c->origin, o->layer_norm_epsilon);
     o->rope_theta = 10000.0;
     TRY(get_double(c, "rope_theta", &o->rope_theta));
     bool theta_found = item(c, "rope_theta") != NULL;
+    o->rope_truncate = true;
+    o->partial_rotary_factor = 1.0;
+    TRY(get_double(c, "partial_rotary_factor", &o->partial_rotary_factor));
     TRY(parse_rope(c, o, theta_found));
     if (!(o->rope_theta > 0))
         return txc_error(TXC_ERR_FORMAT, "%s: field 'rope_theta' is %g, expected a positive number",
                          c->origin, o->rope_theta);
+    if (!(o->partial_rotary_factor > 0 && o->partial_rotary_factor <= 1))
+        return txc_error(TXC_ERR_FORMAT, "%s: field 'partial_rotary_factor' is %g, expected a value in (0, 1]",
+                         c->origin, o->partial_rotary_factor);
+    /* A top-level original_max_position_embeddings wins (Phi-3 keeps it
+     * there; transformers' standardize_rope_params). */
+    const cJSON *ompe = item(c, "original_max_position_embeddings");
+    if (ompe)
+        TRY(as_int(c, "original_max_position_embeddings", ompe, &o->original_max_position_embeddings));
+    if (o->original_max_position_embeddings < 0)
+        return txc_error(TXC_ERR_FORMAT, "%s: field 'original_max_position_embeddings' is %" PRId64
+                         ", expected a positive integer", c->origin, o->original_max_position_embeddings);
 
+    o->tie_word_embeddings = d.tie_word_embeddings;
     TRY(get_bool(c, "tie_word_embeddings", &o->tie_word_embeddings));
     TRY(get_bool(c, "attention_bias", &o->attention_bias));
     TRY(get_bool(c, "mlp_bias", &o->mlp_bias));
-    strcpy(o->hidden_act, "silu");
-    TRY(get_str(c, "hidden_act", o->hidden_act, sizeof o->hidden_act));
+    snprintf(o->hidden_act, sizeof o->hidden_act, "%s", d.hidden_act);
+    if (strcmp(o->model_type, "gemma2") == 0) {
+        TRY(get_str(c, "hidden_activation", o->hidden_act, sizeof o->hidden_act));
+    } else if (gpt2) {
+        TRY(get_str(c, "activation_function", o->hidden_act, sizeof o->hidden_act));
+    } else {
+        TRY(get_str(c, "hidden_act", o->hidden_act, sizeof o->hidden_act));
+        if (strcmp(o->model_type, "gemma") == 0 && strcmp(o->hidden_act, "gelu") == 0)
+            strcpy(o->hidden_act, "gelu_pytorch_tanh"); /* GemmaConfig's legacy value */
+    }
     if (item(c, "torch_dtype"))
         TRY(get_str(c, "torch_dtype", o->torch_dtype, sizeof o->torch_dtype));
     else
         TRY(get_str(c, "dtype", o->torch_dtype, sizeof o->torch_dtype));
 
+    o->sliding_window = has_key(c, "sliding_window") ? 0 : d.sliding_window;
     TRY(get_int(c, "sliding_window", &o->sliding_window, &found));
     if (o->sliding_window < 0)
         return txc_error(TXC_ERR_FORMAT, "%s: field 'sliding_window' is %" PRId64 ", expected >= 0",
                          c->origin, o->sliding_window);
     TRY(get_bool(c, "use_sliding_window", &o->use_sliding_window));
+    o->max_window_layers = 28;
+    TRY(get_int(c, "max_window_layers", &o->max_window_layers, &found));
+    if (o->max_window_layers < 0)
+        return txc_error(TXC_ERR_FORMAT, "%s: field 'max_window_layers' is %" PRId64 ", expected >= 0",
+                         c->origin, o->max_window_layers);
+    TRY(parse_layer_types(c, o));
+    TRY(get_int(c, "sliding_window_pattern", &o->sliding_window_pattern, &found));
+    if (o->sliding_window_pattern < 0)
+        return txc_error(TXC_ERR_FORMAT, "%s: field 'sliding_window_pattern' is %" PRId64 ", expected >= 0",
+                         c->origin, o->sliding_window_pattern);
+    o->final_logit_softcapping = d.final_logit_softcapping;
+    o->attn_logit_softcapping = d.attn_logit_softcapping;
+    o->query_pre_attn_scalar = d.query_pre_attn_scalar;
+    TRY(nullable_positive(c, "final_logit_softcapping", &o->final_logit_softcapping));
+    TRY(nullable_positive(c, "attn_logit_softcapping", &o->attn_logit_softcapping));
+    TRY(nullable_positive(c, "query_pre_attn_scalar", &o->query_pre_attn_scalar));
+    TRY(get_bool(c, "use_bidirectional_attention", &o->use_bidirectional_attention));
+    o->scale_attn_weights = true;
+    TRY(get_bool(c, "scale_attn_weights", &o->scale_attn_weights));
+    TRY(get_bool(c, "scale_attn_by_inverse_layer_idx", &o->scale_attn_by_inverse_layer_idx));
+    TRY(get_bool(c, "add_cross_attention", &o->add_cross_attention));
 
     TRY(get_token_id(c, "bos_token_id", &o->bos_token_id));
     TRY(get_eos(c, "eos_token_id", o->eos_token_id, &o->n_eos));

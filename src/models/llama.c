@@ -1,58 +1,121 @@
 /*
- * The LlamaForCausalLM family (transformers' models/llama/modeling_llama.py;
- * Mistral and Qwen2 are the same graph with biases / sliding windows).
- * Written once against the ops API, so the same code runs eager now and
- * traced later. See include/txc/model.h.
+ * The decoder-only families of transformers written once against the ops
+ * API (so the same code runs eager and traced): LlamaForCausalLM
+ * (models/llama/modeling_llama.py) and the models that are the same graph
+ * with switches — Mistral (sliding window), Qwen2 (q/k/v biases, sliding
+ * window from max_window_layers), Qwen3 (q_norm/k_norm), Gemma ((1 + w)
+ * RMSNorm, sqrt(hidden) embedding scale, GeGLU), Gemma2 (+ sandwich norms,
+ * logit soft-capping, alternating sliding window, query_pre_attn_scalar),
+ * Phi-3 (fused qkv_proj / gate_up_proj, partial rotary). The loader and the
+ * parameter set serve every architecture (gpt2.c too); tensor names come
+ * from one table per architecture. See include/txc/model.h.
  */
-#include "env/env_impl.h"
-#include "txc/model.h"
-#include "txc/ops.h"
-#include "txc/safetensors.h"
+#include "models/model_impl.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the parameter table (transformers' state_dict names) ---------------- */
+/* ---- the tables (transformers' state_dict names) ----------------------------- */
 
-enum {
-    P_INPUT_NORM, P_Q, P_K, P_V, P_O, P_Q_BIAS, P_K_BIAS, P_V_BIAS,
-    P_POST_NORM, P_GATE, P_UP, P_DOWN, P_LAYER_COUNT
+static txc_tensor *decoder_forward(txc_model *m, txc_tensor *const *params, txc_tensor *input_ids,
+                                   txc_tensor *position_ids, txc_kv_cache *cache, txc_tensor *cache_position,
+                                   int64_t logits_to_keep, txc_tensor *logits_index);
+
+static const arch_param llama_global[] = {
+    {G_EMBED, "model.embed_tokens.weight", WHEN_ALWAYS, false},
+    {G_NORM, "model.norm.weight", WHEN_ALWAYS, false},
+    {G_LM_HEAD, "lm_head.weight", WHEN_UNTIED, false},
 };
 
-static const char *const layer_param_names[P_LAYER_COUNT] = {
-    [P_INPUT_NORM] = "input_layernorm.weight",
-    [P_Q] = "self_attn.q_proj.weight", [P_K] = "self_attn.k_proj.weight",
-    [P_V] = "self_attn.v_proj.weight", [P_O] = "self_attn.o_proj.weight",
-    [P_Q_BIAS] = "self_attn.q_proj.bias", [P_K_BIAS] = "self_attn.k_proj.bias",
-    [P_V_BIAS] = "self_attn.v_proj.bias",
-    [P_POST_NORM] = "post_attention_layernorm.weight",
-    [P_GATE] = "mlp.gate_proj.weight", [P_UP] = "mlp.up_proj.weight", [P_DOWN] = "mlp.down_proj.weight",
+#define ATTN_QKVO(when_qkv, when_o)                                                                           \
+    {L_Q, "self_attn.q_proj.weight", WHEN_ALWAYS, false}, {L_K, "self_attn.k_proj.weight", WHEN_ALWAYS, false}, \
+        {L_V, "self_attn.v_proj.weight", WHEN_ALWAYS, false}, {L_O, "self_attn.o_proj.weight", WHEN_ALWAYS, false}, \
+        {L_Q_BIAS, "self_attn.q_proj.bias", when_qkv, false}, {L_K_BIAS, "self_attn.k_proj.bias", when_qkv, false}, \
+        {L_V_BIAS, "self_attn.v_proj.bias", when_qkv, false}, {L_O_BIAS, "self_attn.o_proj.bias", when_o, false}
+#define MLP_GATED(when)                                                                                        \
+    {L_GATE, "mlp.gate_proj.weight", WHEN_ALWAYS, false}, {L_UP, "mlp.up_proj.weight", WHEN_ALWAYS, false},     \
+        {L_DOWN, "mlp.down_proj.weight", WHEN_ALWAYS, false}, {L_GATE_BIAS, "mlp.gate_proj.bias", when, false},  \
+        {L_UP_BIAS, "mlp.up_proj.bias", when, false}, {L_DOWN_BIAS, "mlp.down_proj.bias", when, false}
+/* never loaded (the config flag does not apply to this architecture) */
+#define WHEN_NEVER 255
+
+static const arch_param llama_layer[] = {
+    {L_ATTN_NORM, "input_layernorm.weight", WHEN_ALWAYS, false},
+    ATTN_QKVO(WHEN_ATTN_BIAS, WHEN_ATTN_BIAS),
+    {L_MLP_NORM, "post_attention_layernorm.weight", WHEN_ALWAYS, false},
+    MLP_GATED(WHEN_MLP_BIAS),
+};
+static const arch_param mistral_layer[] = {
+    {L_ATTN_NORM, "input_layernorm.weight", WHEN_ALWAYS, false},
+    ATTN_QKVO(WHEN_NEVER, WHEN_NEVER),
+    {L_MLP_NORM, "post_attention_layernorm.weight", WHEN_ALWAYS, false},
+    MLP_GATED(WHEN_NEVER),
+};
+static const arch_param qwen2_layer[] = {
+    {L_ATTN_NORM, "input_layernorm.weight", WHEN_ALWAYS, false},
+    ATTN_QKVO(WHEN_ALWAYS, WHEN_NEVER),
+    {L_MLP_NORM, "post_attention_layernorm.weight", WHEN_ALWAYS, false},
+    MLP_GATED(WHEN_NEVER),
+};
+static const arch_param qwen3_layer[] = {
+    {L_ATTN_NORM, "input_layernorm.weight", WHEN_ALWAYS, false},
+    ATTN_QKVO(WHEN_ATTN_BIAS, WHEN_ATTN_BIAS),
+    {L_Q_NORM, "self_attn.q_norm.weight", WHEN_ALWAYS, false},
+    {L_K_NORM, "self_attn.k_norm.weight", WHEN_ALWAYS, false},
+    {L_MLP_NORM, "post_attention_layernorm.weight", WHEN_ALWAYS, false},
+    MLP_GATED(WHEN_NEVER),
+};
+static const arch_param gemma_layer[] = {
+    {L_ATTN_NORM, "input_layernorm.weight", WHEN_ALWAYS, false},
+    ATTN_QKVO(WHEN_ATTN_BIAS, WHEN_ATTN_BIAS),
+    {L_MLP_NORM, "post_attention_layernorm.weight", WHEN_ALWAYS, false},
+    MLP_GATED(WHEN_NEVER),
+};
+static const arch_param gemma2_layer[] = {
+    {L_ATTN_NORM, "input_layernorm.weight", WHEN_ALWAYS, false},
+    ATTN_QKVO(WHEN_ATTN_BIAS, WHEN_ATTN_BIAS),
+    {L_ATTN_OUT_NORM, "post_attention_layernorm.weight", WHEN_ALWAYS, false},
+    {L_MLP_NORM, "pre_feedforward_layernorm.weight", WHEN_ALWAYS, false},
+    MLP_GATED(WHEN_NEVER),
+    {L_MLP_OUT_NORM, "post_feedforward_layernorm.weight", WHEN_ALWAYS, false},
+};
+static const arch_param phi3_layer[] = {
+    {L_ATTN_NORM, "input_layernorm.weight", WHEN_ALWAYS, false},
+    {L_QKV, "self_attn.qkv_proj.weight", WHEN_ALWAYS, false},
+    {L_O, "self_attn.o_proj.weight", WHEN_ALWAYS, false},
+    {L_MLP_NORM, "post_attention_layernorm.weight", WHEN_ALWAYS, false},
+    {L_GATE_UP, "mlp.gate_up_proj.weight", WHEN_ALWAYS, false},
+    {L_DOWN, "mlp.down_proj.weight", WHEN_ALWAYS, false},
 };
 
-typedef struct llama_layer {
-    int p[P_LAYER_COUNT]; /* index into the parameter set; -1 for absent biases */
-} llama_layer;
+#define N(a) (int)(sizeof a / sizeof *a)
+#define DECODER(type, layer_table, norm_kind_, scale, partial)                                                 \
+    {type, "model.layers", llama_global, N(llama_global), layer_table, N(layer_table), norm_kind_, true, scale,  \
+     partial, decoder_forward}
 
-typedef struct param {
-    char name[96];
-    txc_tensor *tensor; /* owned */
-} param;
-
-struct txc_model {
-    txc_hf_config config;
-    txc_env *env;
-    bool qkv_bias;
-    param *params;
-    txc_tensor **param_tensors; /* params[i].tensor, as one array (the forward's weights) */
-    int n_params;
-    int embed_tokens, norm, lm_head; /* indices into params (lm_head == embed_tokens when tied) */
-    llama_layer *layers;
-    txc_tensor *inv_freq; /* float32 (head_dim / 2), owned; a buffer, not a parameter */
+static const txc_arch decoder_archs[] = {
+    DECODER("llama", llama_layer, NORM_RMS, false, false),
+    DECODER("mistral", mistral_layer, NORM_RMS, false, false),
+    DECODER("qwen2", qwen2_layer, NORM_RMS, false, false),
+    DECODER("qwen3", qwen3_layer, NORM_RMS, false, false),
+    DECODER("gemma", gemma_layer, NORM_RMS_PLUS_ONE, true, false),
+    DECODER("gemma2", gemma2_layer, NORM_RMS_PLUS_ONE, true, false),
+    DECODER("phi3", phi3_layer, NORM_RMS, false, true),
 };
 
-static const char *const supported_model_types[] = {"llama", "mistral", "qwen2"};
+static const txc_arch *find_arch(const char *model_type)
+{
+    for (int i = 0; i < N(decoder_archs); i++)
+        if (strcmp(decoder_archs[i].model_type, model_type) == 0)
+            return &decoder_archs[i];
+    if (strcmp(txc_arch_gpt2.model_type, model_type) == 0)
+        return &txc_arch_gpt2;
+    return NULL;
+}
+
+#define SUPPORTED_TYPES "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, gpt2"
 
 /* ---- loading ------------------------------------------------------------------ */
 
@@ -65,20 +128,29 @@ static void shape_str(char *buf, size_t n, int ndim, const int64_t *shape)
         snprintf(buf + off, n - off, "]");
 }
 
+/* `name`, or the same name without its first component (a checkpoint of
+ * the base model: "layers.0..." for "model.layers.0...", "h.0..." for
+ * "transformer.h.0...", as transformers loads them). */
+static const txc_st_tensor *find_tensor(const txc_safetensors *st, const char *name)
+{
+    const txc_st_tensor *t = txc_safetensors_find(st, name);
+    const char *dot = strchr(name, '.');
+    if (!t && dot && (strncmp(name, "model.", 6) == 0 || strncmp(name, "transformer.", 12) == 0))
+        t = txc_safetensors_find(st, dot + 1);
+    return t;
+}
+
 /* Find `name`, check its shape against what config.json implies (`why`
  * names the config fields), and wrap it as a float32 tensor: zero copy for
  * f32, converted once for f16/bf16. */
 static txc_status load_param(txc_model *m, const txc_safetensors *st, const char *name, int ndim,
-                             const int64_t *shape, const char *why, bool optional, int *out)
+                             const int64_t *shape, const char *why, int *out)
 {
     *out = -1;
-    const txc_st_tensor *t = txc_safetensors_find(st, name);
-    if (!t) {
-        if (optional)
-            return TXC_OK;
+    const txc_st_tensor *t = find_tensor(st, name);
+    if (!t)
         return txc_error(TXC_ERR_FORMAT, "model.safetensors: tensor '%s' is missing (expected by config.json: %s)",
                          name, why);
-    }
     bool same = t->ndim == ndim;
     for (int i = 0; same && i < ndim; i++)
         same = t->shape[i] == shape[i];
@@ -116,93 +188,163 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
     return TXC_OK;
 }
 
-static txc_status check_config(const txc_hf_config *c)
+static bool act_supported(const char *act)
 {
-    bool known = false;
-    for (size_t i = 0; i < sizeof supported_model_types / sizeof *supported_model_types; i++)
-        known |= strcmp(c->model_type, supported_model_types[i]) == 0;
-    if (!known)
-        return txc_error(TXC_ERR_UNSUPPORTED, "config.json: model_type '%s' is not supported (supported: llama, "
-                                              "mistral, qwen2)", c->model_type);
-    if (strcmp(c->hidden_act, "silu") != 0)
-        return txc_error(TXC_ERR_UNSUPPORTED, "config.json: hidden_act '%s' is not supported (supported: silu)",
-                         c->hidden_act);
-    if (c->has_rope_scaling)
-        return txc_error(TXC_ERR_UNSUPPORTED, "config.json: rope_scaling of type '%s' is not supported yet",
-                         c->rope_scaling_type[0] ? c->rope_scaling_type : "?");
-    if (c->mlp_bias)
-        return txc_error(TXC_ERR_UNSUPPORTED, "config.json: mlp_bias true is not supported yet");
-    if (c->head_dim % 2)
+    static const char *const ok[] = {"silu", "swish", "gelu", "gelu_pytorch_tanh", "gelu_new", "relu"};
+    for (int i = 0; i < N(ok); i++)
+        if (strcmp(act, ok[i]) == 0)
+            return true;
+    return false;
+}
+
+txc_tensor *txc_model_act(const txc_model *m, txc_tensor *x)
+{
+    const char *act = m->config.hidden_act;
+    if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0)
+        return txc_silu(x);
+    if (strcmp(act, "gelu") == 0)
+        return txc_gelu(x, false);
+    if (strcmp(act, "relu") == 0)
+        return txc_relu(x);
+    return txc_gelu(x, true); /* gelu_pytorch_tanh, gelu_new: the tanh approximation */
+}
+
+static txc_status check_config(const txc_hf_config *c, const txc_arch **arch)
+{
+    if (!(*arch = find_arch(c->model_type)))
+        return txc_error(TXC_ERR_UNSUPPORTED, "config.json: model_type '%s' is not supported (supported: "
+                                              SUPPORTED_TYPES ")", c->model_type);
+    if (!act_supported(c->hidden_act))
+        return txc_error(TXC_ERR_UNSUPPORTED, "config.json: hidden_act '%s' is not supported (supported: silu, "
+                                              "gelu, gelu_pytorch_tanh, gelu_new, relu)", c->hidden_act);
+    if (c->n_layer_types && c->layer_type_other[0])
+        return txc_error(TXC_ERR_UNSUPPORTED, "config.json: layer_types entry '%s' is not supported (supported: "
+                                              "full_attention, sliding_attention)", c->layer_type_other);
+    if (c->use_bidirectional_attention)
+        return txc_error(TXC_ERR_UNSUPPORTED, "config.json: use_bidirectional_attention true is not supported "
+                                              "(a causal language model is)");
+    if (c->add_cross_attention)
+        return txc_error(TXC_ERR_UNSUPPORTED, "config.json: add_cross_attention true is not supported");
+    if (c->head_dim % 2 && (*arch)->rope)
         return txc_error(TXC_ERR_FORMAT, "config.json: head_dim %lld must be even for RoPE", (long long)c->head_dim);
     return TXC_OK;
 }
 
-/* LlamaRotaryEmbedding's default inv_freq: 1 / base^(2i/dim), in float32
- * as transformers computes it. */
-static txc_tensor *make_inv_freq(txc_env *env, int64_t dim, double base)
+/* The shape of a role's tensor (Conv1D: transposed). */
+static int role_shape(const txc_hf_config *c, int role, bool global, bool conv1d, int64_t *shape)
 {
-    int64_t half = dim / 2;
-    float *v = malloc(sizeof(float) * (size_t)half);
-    if (!v) {
-        txc_error(TXC_ERR_NOMEM, "out of memory (inv_freq)");
-        return NULL;
+    int64_t H = c->hidden_size, V = c->vocab_size, I = c->intermediate_size, d = c->head_dim;
+    int64_t q = c->num_attention_heads * d, kv = c->num_key_value_heads * d;
+    int n = 1;
+    if (global) {
+        switch (role) {
+        case G_EMBED: case G_LM_HEAD: shape[0] = V, shape[1] = H, n = 2; break;
+        case G_POS_EMBED: shape[0] = c->max_position_embeddings, shape[1] = H, n = 2; break;
+        default: shape[0] = H; break; /* norm, its bias */
+        }
+        return n;
     }
-    for (int64_t i = 0; i < half; i++)
-        v[i] = 1.0f / powf((float)base, (float)(2 * i) / (float)dim);
-    txc_tensor *t = txc_tensor_from_data(env, TXC_F32, 1, &half, v);
-    free(v);
-    return t;
+    switch (role) {
+    case L_Q: shape[0] = q, shape[1] = H, n = 2; break;
+    case L_K: case L_V: shape[0] = kv, shape[1] = H, n = 2; break;
+    case L_QKV: shape[0] = q + 2 * kv, shape[1] = H, n = 2; break;
+    case L_O: shape[0] = H, shape[1] = q, n = 2; break;
+    case L_Q_BIAS: shape[0] = q; break;
+    case L_K_BIAS: case L_V_BIAS: shape[0] = kv; break;
+    case L_QKV_BIAS: shape[0] = q + 2 * kv; break;
+    case L_Q_NORM: case L_K_NORM: shape[0] = d; break;
+    case L_GATE: case L_UP: case L_FC: shape[0] = I, shape[1] = H, n = 2; break;
+    case L_GATE_UP: shape[0] = 2 * I, shape[1] = H, n = 2; break;
+    case L_DOWN: shape[0] = H, shape[1] = I, n = 2; break;
+    case L_GATE_BIAS: case L_UP_BIAS: case L_FC_BIAS: shape[0] = I; break;
+    default: shape[0] = H; break; /* norms, their biases, o/down biases */
+    }
+    if (conv1d && n == 2) {
+        int64_t t = shape[0];
+        shape[0] = shape[1];
+        shape[1] = t;
+    }
+    return n;
+}
+
+static bool wanted(const txc_hf_config *c, uint8_t when)
+{
+    switch (when) {
+    case WHEN_ALWAYS: return true;
+    case WHEN_ATTN_BIAS: return c->attention_bias;
+    case WHEN_MLP_BIAS: return c->mlp_bias;
+    case WHEN_UNTIED: return !c->tie_word_embeddings;
+    default: return false;
+    }
 }
 
 static txc_status load_weights(txc_model *m, const txc_safetensors *st)
 {
     const txc_hf_config *c = &m->config;
-    int64_t H = c->hidden_size, V = c->vocab_size, I = c->intermediate_size;
-    int64_t q_out = c->num_attention_heads * c->head_dim, kv_out = c->num_key_value_heads * c->head_dim;
-    char why[160], name[128];
+    const txc_arch *a = m->arch;
+    char why[200], name[160];
+    int64_t shape[2];
     txc_status s;
-
-    snprintf(why, sizeof why, "vocab_size %lld, hidden_size %lld", (long long)V, (long long)H);
-    if ((s = load_param(m, st, "model.embed_tokens.weight", 2, (int64_t[]){V, H}, why, false, &m->embed_tokens)))
-        return s;
-    for (int64_t l = 0; l < c->num_hidden_layers; l++) {
-        llama_layer *L = &m->layers[l];
-        struct { int idx; int ndim; int64_t shape[2]; bool optional; } spec[P_LAYER_COUNT] = {
-            {P_INPUT_NORM, 1, {H, 0}, false}, {P_Q, 2, {q_out, H}, false}, {P_K, 2, {kv_out, H}, false},
-            {P_V, 2, {kv_out, H}, false},     {P_O, 2, {H, q_out}, false},  {P_Q_BIAS, 1, {q_out, 0}, true},
-            {P_K_BIAS, 1, {kv_out, 0}, true}, {P_V_BIAS, 1, {kv_out, 0}, true}, {P_POST_NORM, 1, {H, 0}, false},
-            {P_GATE, 2, {I, H}, false},       {P_UP, 2, {I, H}, false},     {P_DOWN, 2, {H, I}, false},
-        };
-        for (int i = 0; i < P_LAYER_COUNT; i++) {
-            bool is_bias = spec[i].idx == P_Q_BIAS || spec[i].idx == P_K_BIAS || spec[i].idx == P_V_BIAS;
-            snprintf(name, sizeof name, "model.layers.%lld.%s", (long long)l, layer_param_names[spec[i].idx]);
-            snprintf(why, sizeof why,
-                     "hidden_size %lld, intermediate_size %lld, num_attention_heads %lld, num_key_value_heads %lld, "
-                     "head_dim %lld, num_hidden_layers %lld",
-                     (long long)H, (long long)I, (long long)c->num_attention_heads, (long long)c->num_key_value_heads,
-                     (long long)c->head_dim, (long long)c->num_hidden_layers);
-            if ((s = load_param(m, st, name, spec[i].ndim, spec[i].shape, why, is_bias && !m->qkv_bias,
-                                &L->p[spec[i].idx])))
-                return s;
-        }
-    }
-    snprintf(why, sizeof why, "hidden_size %lld", (long long)H);
-    if ((s = load_param(m, st, "model.norm.weight", 1, (int64_t[]){H}, why, false, &m->norm)))
-        return s;
-    if (c->tie_word_embeddings) {
-        m->lm_head = m->embed_tokens; /* tied: the head is the embedding */
-    } else {
-        snprintf(why, sizeof why, "tie_word_embeddings false, vocab_size %lld, hidden_size %lld", (long long)V,
-                 (long long)H);
-        if ((s = load_param(m, st, "lm_head.weight", 2, (int64_t[]){V, H}, why, false, &m->lm_head)))
+    for (int i = 0; i < G_COUNT; i++)
+        m->g[i] = -1;
+    for (int i = 0; i < a->n_global; i++) {
+        const arch_param *p = &a->global[i];
+        if (!wanted(c, p->when))
+            continue;
+        int n = role_shape(c, p->role, true, p->conv1d, shape);
+        snprintf(why, sizeof why, "vocab_size %lld, hidden_size %lld%s", (long long)c->vocab_size,
+                 (long long)c->hidden_size, p->role == G_LM_HEAD ? ", tie_word_embeddings false" : "");
+        if ((s = load_param(m, st, p->name, n, shape, why, &m->g[p->role])))
             return s;
+        if (p->role == G_EMBED)
+            for (int64_t l = 0; l < c->num_hidden_layers; l++) /* layers come right after the embeddings */
+                for (int j = 0; j < a->n_layer; j++) {
+                    const arch_param *lp = &a->layer[j];
+                    int *slot = &m->layer[l][lp->role];
+                    if (!wanted(c, lp->when))
+                        continue;
+                    int ln = role_shape(c, lp->role, false, lp->conv1d, shape);
+                    snprintf(name, sizeof name, "%s.%lld.%s", a->layers, (long long)l, lp->name);
+                    snprintf(why, sizeof why,
+                             "hidden_size %lld, intermediate_size %lld, num_attention_heads %lld, "
+                             "num_key_value_heads %lld, head_dim %lld, num_hidden_layers %lld",
+                             (long long)c->hidden_size, (long long)c->intermediate_size,
+                             (long long)c->num_attention_heads, (long long)c->num_key_value_heads,
+                             (long long)c->head_dim, (long long)c->num_hidden_layers);
+                    if ((s = load_param(m, st, name, ln, shape, why, slot)))
+                        return s;
+                }
     }
+    if (c->tie_word_embeddings || m->g[G_LM_HEAD] < 0)
+        m->g[G_LM_HEAD] = m->g[G_EMBED]; /* tied: the head is the embedding (a stored lm_head is ignored) */
     /* A deeper checkpoint than config.json says is a disagreement too. */
-    snprintf(name, sizeof name, "model.layers.%lld.input_layernorm.weight", (long long)c->num_hidden_layers);
-    if (txc_safetensors_find(st, name))
+    snprintf(name, sizeof name, "%s.%lld.%s", a->layers, (long long)c->num_hidden_layers, a->layer[0].name);
+    if (find_tensor(st, name))
         return txc_error(TXC_ERR_FORMAT, "model.safetensors: has tensor '%s' but config.json says num_hidden_layers "
                                          "%lld", name, (long long)c->num_hidden_layers);
     return TXC_OK;
+}
+
+/* Which layers slide, and over how many keys (transformers' layer_types
+ * and each config class's rule). */
+static void set_windows(txc_model *m)
+{
+    const txc_hf_config *c = &m->config;
+    const char *t = c->model_type;
+    for (int64_t l = 0; l < c->num_hidden_layers; l++) {
+        bool slide = false;
+        if (strcmp(t, "mistral") == 0 || strcmp(t, "phi3") == 0) {
+            slide = true; /* every layer, when sliding_window is set */
+        } else if (strcmp(t, "qwen2") == 0 || strcmp(t, "qwen3") == 0) {
+            /* sliding_window counts only with use_sliding_window; layer_types,
+             * else the layers from max_window_layers on */
+            slide = c->use_sliding_window &&
+                    (c->n_layer_types ? c->layer_types[l] == TXC_LAYER_SLIDING : l >= c->max_window_layers);
+        } else if (strcmp(t, "gemma2") == 0) {
+            slide = c->n_layer_types ? c->layer_types[l] == TXC_LAYER_SLIDING : (l + 1) % 2 != 0;
+        }
+        m->window[l] = slide ? c->sliding_window : 0;
+    }
 }
 
 txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_model **out)
@@ -213,40 +355,57 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
         return txc_error(TXC_ERR_NOMEM, "out of memory (model)");
     m->env = opts && opts->env ? opts->env : txc_env_active();
     txc_status s = txc_hf_config_load(dir, &m->config);
+    const txc_hf_config *c = &m->config;
     if (s == TXC_OK)
-        s = check_config(&m->config);
+        s = check_config(c, &m->arch);
     txc_safetensors *st = NULL;
     if (s == TXC_OK)
         s = txc_safetensors_open(dir, &st);
     if (s == TXC_OK) {
-        m->qkv_bias = m->config.attention_bias || strcmp(m->config.model_type, "qwen2") == 0;
-        /* Each layer has 9 tensors at least: a layer count the file cannot
-         * hold is a disagreement, reported before sizing anything by it. */
-        if (m->config.num_hidden_layers > txc_safetensors_count(st) / 9 + 1)
+        /* Each layer has this many tensors at least: a layer count the file
+         * cannot hold is a disagreement, reported before sizing anything by it. */
+        int per_layer = 0;
+        for (int j = 0; j < m->arch->n_layer; j++)
+            per_layer += m->arch->layer[j].when == WHEN_ALWAYS;
+        if (c->num_hidden_layers > txc_safetensors_count(st) / per_layer + 1)
             s = txc_error(TXC_ERR_FORMAT, "config.json: num_hidden_layers %lld, but model.safetensors has only %d "
-                                          "tensors", (long long)m->config.num_hidden_layers,
-                          txc_safetensors_count(st));
+                                          "tensors", (long long)c->num_hidden_layers, txc_safetensors_count(st));
     }
     if (s == TXC_OK) {
-        size_t max_params = 3 + (size_t)m->config.num_hidden_layers * P_LAYER_COUNT;
+        size_t max_params = (size_t)m->arch->n_global + (size_t)c->num_hidden_layers * (size_t)m->arch->n_layer;
         m->params = calloc(max_params, sizeof *m->params);
-        m->layers = calloc((size_t)m->config.num_hidden_layers, sizeof *m->layers);
-        if (!m->params || !m->layers)
+        m->layer = malloc((size_t)c->num_hidden_layers * sizeof *m->layer);
+        m->window = calloc((size_t)c->num_hidden_layers, sizeof *m->window);
+        if (!m->params || !m->layer || !m->window)
             s = txc_error(TXC_ERR_NOMEM, "out of memory (parameters)");
+        else
+            memset(m->layer, 0xff, (size_t)c->num_hidden_layers * sizeof *m->layer); /* all -1 */
     }
     /* Parameters live outside any scope: the model owns them. */
     int open = m->env->n_scopes;
     m->env->n_scopes = 0;
     if (s == TXC_OK)
         s = load_weights(m, st);
-    if (s == TXC_OK && !(m->inv_freq = make_inv_freq(m->env, m->config.head_dim, m->config.rope_theta)))
-        s = txc_last_status();
+    if (s == TXC_OK && m->arch->rope)
+        s = txc_rope_init(&m->rope, c, m->env, m->arch->partial_rotary);
     if (s == TXC_OK && !(m->param_tensors = calloc((size_t)m->n_params + 1, sizeof *m->param_tensors)))
         s = txc_error(TXC_ERR_NOMEM, "out of memory (parameters)");
     for (int i = 0; s == TXC_OK && i < m->n_params; i++)
         m->param_tensors[i] = m->params[i].tensor;
     m->env->n_scopes = open;
     txc_safetensors_close(st); /* the tensors keep their mmap storages alive */
+    if (s == TXC_OK) {
+        set_windows(m);
+        /* Gemma2 scales by query_pre_attn_scalar^-0.5, the others by head_dim^-0.5 */
+        double qs = c->query_pre_attn_scalar > 0 && strcmp(c->model_type, "gemma2") == 0 ? c->query_pre_attn_scalar
+                                                                                            : (double)c->head_dim;
+        m->attn_scale = 1.0 / sqrt(qs);
+        if (strcmp(c->model_type, "gemma2") == 0) { /* the only one of these that soft-caps */
+            m->attn_softcap = c->attn_logit_softcapping;
+            m->final_softcap = c->final_logit_softcapping;
+        }
+        m->max_positions = m->rope.kind == ROPE_DYNAMIC ? INT64_MAX : c->max_position_embeddings;
+    }
     if (s != TXC_OK) {
         txc_model_free(m);
         return s;
@@ -261,10 +420,11 @@ void txc_model_free(txc_model *m)
         return;
     for (int i = 0; i < m->n_params; i++)
         txc_tensor_release(m->params[i].tensor);
-    txc_tensor_release(m->inv_freq);
+    txc_rope_free(&m->rope);
     free(m->params);
     free(m->param_tensors);
-    free(m->layers);
+    free(m->layer);
+    free(m->window);
     free(m);
 }
 
@@ -273,8 +433,20 @@ txc_env *txc_model_env(const txc_model *m) { return m->env; }
 int txc_model_num_parameters(const txc_model *m) { return m->n_params; }
 const char *txc_model_parameter_name(const txc_model *m, int i) { return i >= 0 && i < m->n_params ? m->params[i].name : NULL; }
 txc_tensor *txc_model_parameter(const txc_model *m, int i) { return i >= 0 && i < m->n_params ? m->params[i].tensor : NULL; }
-
 txc_tensor *const *txc_model_parameters(const txc_model *m) { return m->param_tensors; }
+int64_t txc_model_max_positions(const txc_model *m) { return m->max_positions; }
+txc_tensor *txc_model_rope_inv_freq(const txc_model *m) { return m->rope.inv_freq; }
+double txc_model_rope_attention_scaling(const txc_model *m) { return m->rope.inv_freq ? m->rope.attention_scaling : 1.0; }
+
+int64_t txc_model_sliding_window(const txc_model *m, int64_t layer)
+{
+    return layer >= 0 && layer < m->config.num_hidden_layers ? m->window[layer] : 0;
+}
+
+const char *txc_model_lm_head_name(const txc_model *m)
+{
+    return m->g[G_LM_HEAD] >= 0 ? m->params[m->g[G_LM_HEAD]].name : NULL;
+}
 
 int64_t txc_model_parameter_count(const txc_model *m)
 {
@@ -298,38 +470,151 @@ txc_status txc_model_to(txc_model *m, txc_device device)
         m->params[i].tensor = m->param_tensors[i] = moved;
         txc_tensor_release(old);
     }
-    if (s == TXC_OK) {
-        txc_tensor *f = txc_tensor_to(m->inv_freq, device);
-        if (f) {
-            txc_tensor_release(m->inv_freq);
-            m->inv_freq = f;
-        } else {
-            s = txc_last_status();
-        }
-    }
+    if (s == TXC_OK)
+        s = txc_rope_to(&m->rope, device);
     m->env->n_scopes = open;
     return s;
 }
 
 /* ---- forward ---------------------------------------------------------------------- */
 
-/* rotate_half(x) = cat(-x[..., d/2:], x[..., :d/2]). */
-static txc_tensor *rotate_half(txc_tensor *x, int64_t d)
-{
-    txc_tensor *halves[2] = {txc_neg(txc_narrow(x, -1, d / 2, d / 2)), txc_narrow(x, -1, 0, d / 2)};
-    return txc_cat(halves, 2, -1);
-}
-
-/* apply_rotary_pos_emb: x * cos + rotate_half(x) * sin; cos/sin (B, 1, L, d). */
-static txc_tensor *apply_rope(txc_tensor *x, txc_tensor *cos, txc_tensor *sin, int64_t d)
-{
-    return txc_add(txc_mul(x, cos), txc_mul(rotate_half(x, d), sin));
-}
-
-/* (B, L, heads*d) -> (B, heads, L, d). */
-static txc_tensor *split_heads(txc_tensor *x, int64_t B, int64_t L, int64_t heads, int64_t d)
+txc_tensor *txc_model_split_heads(txc_tensor *x, int64_t B, int64_t L, int64_t heads, int64_t d)
 {
     return txc_transpose(txc_view(x, 4, (int64_t[]){B, L, heads, d}), 1, 2);
+}
+
+txc_tensor *txc_model_attention(txc_tensor *q, txc_tensor *k, txc_tensor *v, txc_tensor *query_pos, double scale,
+                                int64_t window, double softcap)
+{
+    if (!window && !(softcap > 0))
+        return txc_causal_attention(q, k, v, query_pos, scale);
+    if (!q || !k || !v || !query_pos)
+        return NULL;
+    /* transformers' eager_attention_forward, op by op: repeat_kv, scores,
+     * soft-capping, the (sliding-window) causal mask, softmax, P.V. */
+    int64_t B = txc_tensor_size(k, 0), Hkv = txc_tensor_size(k, 1), S = txc_tensor_size(k, 2);
+    int64_t Hq = txc_tensor_size(q, 1), E = txc_tensor_size(k, 3), Ev = txc_tensor_size(v, 3);
+    if (Hq != Hkv) {
+        int64_t G = Hq / Hkv;
+        k = txc_reshape(txc_expand(txc_unsqueeze(k, 2), 5, (int64_t[]){B, Hkv, G, S, E}), 4,
+                        (int64_t[]){B, Hq, S, E});
+        v = txc_reshape(txc_expand(txc_unsqueeze(v, 2), 5, (int64_t[]){B, Hkv, G, S, Ev}), 4,
+                        (int64_t[]){B, Hq, S, Ev});
+    }
+    txc_tensor *scores = txc_mul_scalar(txc_matmul(q, txc_transpose(k, 2, 3)), (float)scale); /* (B, Hq, L, S) */
+    if (softcap > 0)
+        scores = txc_mul_scalar(txc_tanh(txc_div_scalar(scores, (float)softcap)), (float)softcap);
+    txc_env *env = txc_tensor_env(q);
+    txc_tensor *kpos = txc_arange(env, 0, (double)S, 1, TXC_I64);   /* (S) */
+    txc_tensor *qpos = txc_unsqueeze(query_pos, 1);                 /* (L, 1) */
+    txc_tensor *visible = txc_le(kpos, qpos);                       /* (L, S): k <= q */
+    if (window)
+        visible = txc_logical_and(visible, txc_gt(kpos, txc_sub_scalar(qpos, (double)window)));
+    scores = txc_masked_fill(scores, txc_logical_not(visible), -INFINITY);
+    return txc_matmul(txc_softmax(scores, -1), v);
+}
+
+static txc_tensor *norm(const txc_model *m, txc_tensor *x, txc_tensor *w, txc_tensor *b)
+{
+    const txc_hf_config *c = &m->config;
+    switch (m->arch->norm) {
+    case NORM_RMS_PLUS_ONE: /* GemmaRMSNorm: x * rsqrt(mean(x^2) + eps) * (1 + w) */
+        return txc_mul(txc_rms_norm(x, NULL, c->rms_norm_eps), txc_add_scalar(w, 1.0));
+    case NORM_LAYER:
+        return txc_layer_norm(x, w, b, c->layer_norm_epsilon);
+    default:
+        return txc_rms_norm(x, w, c->rms_norm_eps);
+    }
+}
+
+static txc_tensor *decoder_forward(txc_model *m, txc_tensor *const *params, txc_tensor *input_ids,
+                                   txc_tensor *position_ids, txc_kv_cache *cache, txc_tensor *cache_position,
+                                   int64_t logits_to_keep, txc_tensor *logits_index)
+{
+#define W(i) ((i) >= 0 ? params[i] : NULL)
+    const txc_hf_config *c = &m->config;
+    int64_t B = txc_tensor_size(input_ids, 0), L = txc_tensor_size(input_ids, 1);
+    int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, d = c->head_dim, I = c->intermediate_size;
+    if (!position_ids)
+        position_ids = txc_expand(txc_unsqueeze(cache_position, 0), 2, (int64_t[]){B, L});
+
+    txc_tensor *h = txc_embedding(W(m->g[G_EMBED]), input_ids); /* (B, L, H) */
+    if (m->arch->scale_embeddings) /* the normalizer, sqrt(hidden_size) in the hidden dtype */
+        h = txc_mul_scalar(h, (float)sqrt((double)c->hidden_size));
+
+    /* cos/sin of the positions; dynamic NTK scales for max(position) + 1 of
+     * the real tokens (a padded prefill's last real one is logits_index). */
+    txc_tensor *seq_pos = logits_index ? txc_index_select(position_ids, 1, logits_index) : position_ids;
+    txc_tensor *cos, *sin;
+    if (txc_rope_cos_sin(&m->rope, position_ids, seq_pos, &cos, &sin) != TXC_OK)
+        return NULL;
+
+    /* Causal mask over absolute positions: key j is visible to query i when
+     * j <= cache_position[i] (transformers' create_causal_mask), applied
+     * inside attention. Without a cache the keys are this call's tokens. */
+    txc_tensor *query_pos = cache ? cache_position : txc_arange(m->env, 0, (double)L, 1, TXC_I64);
+    const int64_t q_out = Hq * d, kv_out = Hkv * d;
+
+    for (int64_t l = 0; l < c->num_hidden_layers && h; l++) {
+        const int *P = m->layer[l];
+        txc_tensor *x = norm(m, h, W(P[L_ATTN_NORM]), W(P[L_ATTN_NORM_BIAS]));
+        txc_tensor *q, *k, *v;
+        if (P[L_QKV] >= 0) { /* Phi-3's fused qkv_proj: row blocks of one weight */
+            txc_tensor *w = W(P[L_QKV]);
+            q = txc_linear(x, txc_narrow(w, 0, 0, q_out), NULL);
+            k = txc_linear(x, txc_narrow(w, 0, q_out, kv_out), NULL);
+            v = txc_linear(x, txc_narrow(w, 0, q_out + kv_out, kv_out), NULL);
+        } else {
+            q = txc_linear(x, W(P[L_Q]), W(P[L_Q_BIAS]));
+            k = txc_linear(x, W(P[L_K]), W(P[L_K_BIAS]));
+            v = txc_linear(x, W(P[L_V]), W(P[L_V_BIAS]));
+        }
+        q = txc_view(q, 4, (int64_t[]){B, L, Hq, d});
+        k = txc_view(k, 4, (int64_t[]){B, L, Hkv, d});
+        if (P[L_Q_NORM] >= 0) { /* Qwen3: RMSNorm over head_dim, before RoPE */
+            q = txc_rms_norm(q, W(P[L_Q_NORM]), c->rms_norm_eps);
+            k = txc_rms_norm(k, W(P[L_K_NORM]), c->rms_norm_eps);
+        }
+        q = txc_rope_apply(&m->rope, txc_transpose(q, 1, 2), cos, sin);
+        k = txc_rope_apply(&m->rope, txc_transpose(k, 1, 2), cos, sin);
+        v = txc_model_split_heads(v, B, L, Hkv, d);
+        if (cache && k && v && txc_kv_cache_update(cache, (int)l, k, v, cache_position, &k, &v) != TXC_OK)
+            return NULL;
+        txc_tensor *attn = txc_model_attention(q, k, v, query_pos, m->attn_scale, m->window[l],
+                                               m->attn_softcap); /* (B, Hq, L, d) */
+        attn = txc_reshape(txc_transpose(attn, 1, 2), 3, (int64_t[]){B, L, q_out});
+        attn = txc_linear(attn, W(P[L_O]), W(P[L_O_BIAS]));
+        if (P[L_ATTN_OUT_NORM] >= 0)
+            attn = norm(m, attn, W(P[L_ATTN_OUT_NORM]), NULL);
+        h = txc_add(h, attn);
+
+        x = norm(m, h, W(P[L_MLP_NORM]), W(P[L_MLP_NORM_BIAS]));
+        txc_tensor *gate, *up;
+        if (P[L_GATE_UP] >= 0) { /* Phi-3's fused gate_up_proj: gate rows, then up rows */
+            txc_tensor *w = W(P[L_GATE_UP]);
+            gate = txc_linear(x, txc_narrow(w, 0, 0, I), NULL);
+            up = txc_linear(x, txc_narrow(w, 0, I, I), NULL);
+        } else {
+            gate = txc_linear(x, W(P[L_GATE]), W(P[L_GATE_BIAS]));
+            up = txc_linear(x, W(P[L_UP]), W(P[L_UP_BIAS]));
+        }
+        txc_tensor *mlp = txc_linear(txc_mul(txc_model_act(m, gate), up), W(P[L_DOWN]), W(P[L_DOWN_BIAS]));
+        if (P[L_MLP_OUT_NORM] >= 0)
+            mlp = norm(m, mlp, W(P[L_MLP_OUT_NORM]), NULL);
+        h = txc_add(h, mlp);
+    }
+    h = norm(m, h, W(m->g[G_NORM]), W(m->g[G_NORM_BIAS]));
+    if (logits_index)
+        h = txc_index_select(h, 1, logits_index);
+    else if (logits_to_keep > 0 && logits_to_keep < L)
+        h = txc_narrow(h, 1, L - logits_to_keep, logits_to_keep);
+    txc_tensor *logits = txc_linear(h, W(m->g[G_LM_HEAD]), NULL); /* (B, keep, vocab) */
+    if (m->final_softcap > 0) {
+        float cap = (float)m->final_softcap;
+        logits = txc_mul_scalar(txc_tanh(txc_div_scalar(logits, cap)), cap);
+    }
+    return logits;
+#undef W
 }
 
 txc_tensor *txc_model_forward(txc_model *m, txc_tensor *input_ids, txc_tensor *position_ids, txc_kv_cache *cache,
@@ -343,8 +628,6 @@ txc_tensor *txc_model_forward_with(txc_model *m, txc_tensor *const *params, txc_
                                    txc_tensor *position_ids, txc_kv_cache *cache, txc_tensor *cache_position,
                                    int64_t logits_to_keep, txc_tensor *logits_index)
 {
-#define W(i) ((i) >= 0 ? params[i] : NULL)
-    const txc_hf_config *c = &m->config;
     if (!input_ids || !cache_position)
         return NULL;
     if (txc_tensor_ndim(input_ids) != 2 || txc_tensor_ndim(cache_position) != 1 ||
@@ -356,48 +639,5 @@ txc_tensor *txc_model_forward_with(txc_model *m, txc_tensor *const *params, txc_
         txc_error(TXC_ERR_INVALID, "forward: call it inside txc_env_scope_begin/end");
         return NULL;
     }
-    int64_t B = txc_tensor_size(input_ids, 0), L = txc_tensor_size(input_ids, 1);
-    int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, d = c->head_dim;
-    if (!position_ids)
-        position_ids = txc_expand(txc_unsqueeze(cache_position, 0), 2, (int64_t[]){B, L});
-
-    txc_tensor *h = txc_embedding(W(m->embed_tokens), input_ids); /* (B, L, H) */
-
-    /* LlamaRotaryEmbedding: freqs = position_ids ⊗ inv_freq; emb = cat(freqs, freqs). */
-    txc_tensor *pos = txc_unsqueeze(txc_to_dtype(position_ids, TXC_F32), -1); /* (B, L, 1) */
-    txc_tensor *freqs = txc_mul(pos, m->inv_freq);                           /* (B, L, d/2) */
-    txc_tensor *emb = txc_cat((txc_tensor *[]){freqs, freqs}, 2, -1);        /* (B, L, d) */
-    txc_tensor *cos = txc_unsqueeze(txc_cos(emb), 1), *sin = txc_unsqueeze(txc_sin(emb), 1);
-
-    /* Causal mask over absolute positions: key j is visible to query i when
-     * j <= cache_position[i] (transformers' create_causal_mask), applied
-     * inside attention. Without a cache the keys are this call's tokens. */
-    txc_tensor *query_pos = cache ? cache_position : txc_arange(m->env, 0, (double)L, 1, TXC_I64);
-    double scale = 1.0 / sqrt((double)d);
-
-    for (int64_t l = 0; l < c->num_hidden_layers && h; l++) {
-        llama_layer *Ly = &m->layers[l];
-        txc_tensor *x = txc_rms_norm(h, W(Ly->p[P_INPUT_NORM]), c->rms_norm_eps);
-        txc_tensor *q = split_heads(txc_linear(x, W(Ly->p[P_Q]), W(Ly->p[P_Q_BIAS])), B, L, Hq, d);
-        txc_tensor *k = split_heads(txc_linear(x, W(Ly->p[P_K]), W(Ly->p[P_K_BIAS])), B, L, Hkv, d);
-        txc_tensor *v = split_heads(txc_linear(x, W(Ly->p[P_V]), W(Ly->p[P_V_BIAS])), B, L, Hkv, d);
-        q = apply_rope(q, cos, sin, d);
-        k = apply_rope(k, cos, sin, d);
-        if (cache && k && v && txc_kv_cache_update(cache, (int)l, k, v, cache_position, &k, &v) != TXC_OK)
-            return NULL;
-        txc_tensor *attn = txc_causal_attention(q, k, v, query_pos, scale); /* (B, Hq, L, d) */
-        attn = txc_reshape(txc_transpose(attn, 1, 2), 3, (int64_t[]){B, L, Hq * d});
-        h = txc_add(h, txc_linear(attn, W(Ly->p[P_O]), NULL));
-
-        x = txc_rms_norm(h, W(Ly->p[P_POST_NORM]), c->rms_norm_eps);
-        txc_tensor *gate = txc_silu(txc_linear(x, W(Ly->p[P_GATE]), NULL));
-        h = txc_add(h, txc_linear(txc_mul(gate, txc_linear(x, W(Ly->p[P_UP]), NULL)), W(Ly->p[P_DOWN]), NULL));
-    }
-    h = txc_rms_norm(h, W(m->norm), c->rms_norm_eps);
-    if (logits_index)
-        h = txc_index_select(h, 1, logits_index);
-    else if (logits_to_keep > 0 && logits_to_keep < L)
-        h = txc_narrow(h, 1, L - logits_to_keep, logits_to_keep);
-    return txc_linear(h, W(m->lm_head), NULL); /* (B, keep, vocab) */
-#undef W
+    return m->arch->forward(m, params, input_ids, position_ids, cache, cache_position, logits_to_keep, logits_index);
 }

@@ -1,0 +1,94 @@
+/*
+ * GPT2LMHeadModel (transformers' models/gpt2/modeling_gpt2.py): learned
+ * absolute positions (wpe), LayerNorm with bias before attention and MLP,
+ * Conv1D projections — weights stored (in, out), used here through a
+ * transposed view (no copy; linear reads it with the NN kernel) — a fused
+ * c_attn split into q, k, v, a GELU MLP (activation_function, gelu_new by
+ * default), and the head tied to wte. Names: transformer.h.{i}.attn.c_attn
+ * ...; a checkpoint of GPT2Model ("h.0...", "wte.weight") loads too.
+ */
+#include "models/model_impl.h"
+
+#include <math.h>
+#include <string.h>
+
+static txc_tensor *gpt2_forward(txc_model *m, txc_tensor *const *params, txc_tensor *input_ids,
+                                txc_tensor *position_ids, txc_kv_cache *cache, txc_tensor *cache_position,
+                                int64_t logits_to_keep, txc_tensor *logits_index);
+
+static const arch_param gpt2_global[] = {
+    {G_EMBED, "transformer.wte.weight", WHEN_ALWAYS, false},
+    {G_POS_EMBED, "transformer.wpe.weight", WHEN_ALWAYS, false},
+    {G_NORM, "transformer.ln_f.weight", WHEN_ALWAYS, false},
+    {G_NORM_BIAS, "transformer.ln_f.bias", WHEN_ALWAYS, false},
+    {G_LM_HEAD, "lm_head.weight", WHEN_UNTIED, false},
+};
+
+static const arch_param gpt2_layer[] = {
+    {L_ATTN_NORM, "ln_1.weight", WHEN_ALWAYS, false},
+    {L_ATTN_NORM_BIAS, "ln_1.bias", WHEN_ALWAYS, false},
+    {L_QKV, "attn.c_attn.weight", WHEN_ALWAYS, true},
+    {L_QKV_BIAS, "attn.c_attn.bias", WHEN_ALWAYS, false},
+    {L_O, "attn.c_proj.weight", WHEN_ALWAYS, true},
+    {L_O_BIAS, "attn.c_proj.bias", WHEN_ALWAYS, false},
+    {L_MLP_NORM, "ln_2.weight", WHEN_ALWAYS, false},
+    {L_MLP_NORM_BIAS, "ln_2.bias", WHEN_ALWAYS, false},
+    {L_FC, "mlp.c_fc.weight", WHEN_ALWAYS, true},
+    {L_FC_BIAS, "mlp.c_fc.bias", WHEN_ALWAYS, false},
+    {L_DOWN, "mlp.c_proj.weight", WHEN_ALWAYS, true},
+    {L_DOWN_BIAS, "mlp.c_proj.bias", WHEN_ALWAYS, false},
+};
+
+const txc_arch txc_arch_gpt2 = {
+    "gpt2", "transformer.h", gpt2_global, (int)(sizeof gpt2_global / sizeof *gpt2_global), gpt2_layer,
+    (int)(sizeof gpt2_layer / sizeof *gpt2_layer), NORM_LAYER, false, false, false, gpt2_forward,
+};
+
+/* Conv1D: x @ weight + bias with weight (in, out) = linear with its transpose. */
+static txc_tensor *conv1d(txc_tensor *x, txc_tensor *w, txc_tensor *b)
+{
+    return txc_linear(x, txc_transpose(w, 0, 1), b);
+}
+
+static txc_tensor *gpt2_forward(txc_model *m, txc_tensor *const *params, txc_tensor *input_ids,
+                                txc_tensor *position_ids, txc_kv_cache *cache, txc_tensor *cache_position,
+                                int64_t logits_to_keep, txc_tensor *logits_index)
+{
+#define W(i) ((i) >= 0 ? params[i] : NULL)
+    const txc_hf_config *c = &m->config;
+    int64_t B = txc_tensor_size(input_ids, 0), L = txc_tensor_size(input_ids, 1);
+    int64_t H = c->hidden_size, heads = c->num_attention_heads, d = c->head_dim;
+    double eps = c->layer_norm_epsilon;
+    if (!position_ids)
+        position_ids = txc_expand(txc_unsqueeze(cache_position, 0), 2, (int64_t[]){B, L});
+    txc_tensor *h = txc_add(txc_embedding(W(m->g[G_EMBED]), input_ids), txc_embedding(W(m->g[G_POS_EMBED]),
+                                                                                       position_ids));
+    txc_tensor *query_pos = cache ? cache_position : txc_arange(m->env, 0, (double)L, 1, TXC_I64);
+    for (int64_t l = 0; l < c->num_hidden_layers && h; l++) {
+        const int *P = m->layer[l];
+        txc_tensor *x = txc_layer_norm(h, W(P[L_ATTN_NORM]), W(P[L_ATTN_NORM_BIAS]), eps);
+        txc_tensor *qkv = conv1d(x, W(P[L_QKV]), W(P[L_QKV_BIAS])); /* (B, L, 3H): q | k | v */
+        txc_tensor *q = txc_model_split_heads(txc_narrow(qkv, -1, 0, H), B, L, heads, d);
+        txc_tensor *k = txc_model_split_heads(txc_narrow(qkv, -1, H, H), B, L, heads, d);
+        txc_tensor *v = txc_model_split_heads(txc_narrow(qkv, -1, 2 * H, H), B, L, heads, d);
+        if (cache && k && v && txc_kv_cache_update(cache, (int)l, k, v, cache_position, &k, &v) != TXC_OK)
+            return NULL;
+        double scale = c->scale_attn_weights ? 1.0 / sqrt((double)d) : 1.0;
+        if (c->scale_attn_by_inverse_layer_idx)
+            scale /= (double)(l + 1);
+        txc_tensor *attn = txc_model_attention(q, k, v, query_pos, scale, 0, 0);
+        attn = txc_reshape(txc_transpose(attn, 1, 2), 3, (int64_t[]){B, L, H});
+        h = txc_add(h, conv1d(attn, W(P[L_O]), W(P[L_O_BIAS])));
+
+        x = txc_layer_norm(h, W(P[L_MLP_NORM]), W(P[L_MLP_NORM_BIAS]), eps);
+        x = txc_model_act(m, conv1d(x, W(P[L_FC]), W(P[L_FC_BIAS])));
+        h = txc_add(h, conv1d(x, W(P[L_DOWN]), W(P[L_DOWN_BIAS])));
+    }
+    h = txc_layer_norm(h, W(m->g[G_NORM]), W(m->g[G_NORM_BIAS]), eps);
+    if (logits_index)
+        h = txc_index_select(h, 1, logits_index);
+    else if (logits_to_keep > 0 && logits_to_keep < L)
+        h = txc_narrow(h, 1, L - logits_to_keep, logits_to_keep);
+    return txc_linear(h, W(m->g[G_LM_HEAD]), NULL);
+#undef W
+}

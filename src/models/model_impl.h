@@ -1,0 +1,143 @@
+/*
+ * models/model_impl.h — what the architectures of src/models share
+ * (internal): the model struct, the parameter table, RoPE.
+ *
+ * One file per family (as llama.cpp): llama.c holds the loader, the
+ * parameter set and the decoder shared by llama, mistral, qwen2, qwen3,
+ * gemma, gemma2 and phi3 (the same graph with switches: fused projections,
+ * q/k norms, (1 + w) norms, sandwich norms, soft-capping, sliding windows,
+ * partial rotary); gpt2.c the GPT-2 graph; rope.c the rotary embedding and
+ * its scaling types. Tensor names come from one table per architecture
+ * (arch_param below), so loading, shape checks and the parameter set are
+ * written once.
+ */
+#ifndef TXC_MODELS_IMPL_H
+#define TXC_MODELS_IMPL_H
+
+#include "env/env_impl.h"
+#include "txc/model.h"
+#include "txc/ops.h"
+#include "txc/safetensors.h"
+
+/* Per-layer parameter roles. The shapes follow from the role and the
+ * config (q_out = heads * head_dim, kv_out = kv_heads * head_dim):
+ * norms (hidden), Q (q_out, hidden), K/V (kv_out, hidden), fused QKV
+ * (q_out + 2 kv_out, hidden), O (hidden, q_out), Q/K norms (head_dim),
+ * gate/up (intermediate, hidden), fused gate_up (2 intermediate, hidden),
+ * down (hidden, intermediate); biases the out dim. Conv1D weights (GPT-2)
+ * are stored transposed, (in, out). */
+enum {
+    L_ATTN_NORM, L_ATTN_NORM_BIAS,
+    L_Q, L_K, L_V, L_QKV, L_O,
+    L_Q_BIAS, L_K_BIAS, L_V_BIAS, L_QKV_BIAS, L_O_BIAS,
+    L_Q_NORM, L_K_NORM,
+    L_ATTN_OUT_NORM,   /* gemma2's post_attention_layernorm: on the attention output */
+    L_MLP_NORM, L_MLP_NORM_BIAS,
+    L_GATE, L_UP, L_GATE_UP, L_FC, L_DOWN,
+    L_GATE_BIAS, L_UP_BIAS, L_FC_BIAS, L_DOWN_BIAS,
+    L_MLP_OUT_NORM,    /* gemma2's post_feedforward_layernorm */
+    L_COUNT
+};
+
+/* Model-level roles. */
+enum { G_EMBED, G_POS_EMBED, G_NORM, G_NORM_BIAS, G_LM_HEAD, G_COUNT };
+
+/* When a table entry is loaded. */
+enum { WHEN_ALWAYS, WHEN_ATTN_BIAS, WHEN_MLP_BIAS, WHEN_UNTIED };
+
+typedef struct arch_param {
+    int role;          /* L_* or G_* */
+    const char *name;  /* state_dict name; layer names after "<layers>.<i>." */
+    uint8_t when;      /* WHEN_* */
+    bool conv1d;       /* stored (in, out) */
+} arch_param;
+
+typedef enum norm_kind {
+    NORM_RMS,          /* LlamaRMSNorm: x / rms * w */
+    NORM_RMS_PLUS_ONE, /* GemmaRMSNorm: x / rms * (1 + w) */
+    NORM_LAYER,        /* nn.LayerNorm with bias */
+} norm_kind;
+
+typedef struct txc_model txc_model;
+
+typedef struct txc_arch {
+    const char *model_type;
+    const char *layers;             /* "model.layers" / "transformer.h" */
+    const arch_param *global;       /* G_* entries (lm_head last) */
+    int n_global;
+    const arch_param *layer;        /* L_* entries */
+    int n_layer;
+    norm_kind norm;
+    bool rope;                      /* false: learned absolute positions (gpt2) */
+    bool scale_embeddings;          /* gemma: embeddings * sqrt(hidden_size) */
+    bool partial_rotary;            /* the model's RoPE honours partial_rotary_factor (phi3) */
+    txc_tensor *(*forward)(txc_model *m, txc_tensor *const *params, txc_tensor *input_ids,
+                           txc_tensor *position_ids, txc_kv_cache *cache, txc_tensor *cache_position,
+                           int64_t logits_to_keep, txc_tensor *logits_index);
+} txc_arch;
+
+/* RoPE (LlamaRotaryEmbedding and its ROPE_INIT_FUNCTIONS). */
+typedef enum rope_kind { ROPE_NONE, ROPE_STATIC, ROPE_DYNAMIC } rope_kind;
+
+typedef struct txc_rope {
+    rope_kind kind;
+    int64_t dim;               /* rotary dims (head_dim * partial_rotary_factor), even */
+    txc_tensor *inv_freq;      /* float32 (dim / 2), the buffer at load (owned) */
+    double attention_scaling;  /* cos/sin are multiplied by it (yarn's attention_factor), 1 else */
+    /* dynamic NTK: the table is recomputed in the graph from max(position) + 1 */
+    double base, factor;
+    int64_t max_position_embeddings;
+    txc_tensor *exponents;     /* float32 (dim / 2): arange(0, dim, 2) / dim (owned) */
+} txc_rope;
+
+/* Set up the rotary embedding of `c` (inv_freq exactly as transformers'
+ * float32 arithmetic). Errors: TXC_ERR_UNSUPPORTED naming a rope type or a
+ * parameter txc does not support; TXC_ERR_FORMAT for a missing parameter. */
+txc_status txc_rope_init(txc_rope *r, const txc_hf_config *c, txc_env *env, bool partial_rotary);
+void txc_rope_free(txc_rope *r);
+txc_status txc_rope_to(txc_rope *r, txc_device device);
+/* cos and sin (B, 1, L, dim) for position_ids (B, L) int64. `seq_positions`
+ * are the positions whose max + 1 is the sequence length dynamic NTK scales
+ * for (transformers: max(position_ids) + 1). */
+txc_status txc_rope_cos_sin(const txc_rope *r, txc_tensor *position_ids, txc_tensor *seq_positions, txc_tensor **cos,
+                            txc_tensor **sin);
+/* apply_rotary_pos_emb on x (B, heads, L, head_dim): the first r->dim dims
+ * rotated (rotate_half), the rest passed through (partial rotary). */
+txc_tensor *txc_rope_apply(const txc_rope *r, txc_tensor *x, txc_tensor *cos, txc_tensor *sin);
+
+typedef struct param {
+    char name[128];
+    txc_tensor *tensor; /* owned */
+} param;
+
+struct txc_model {
+    txc_hf_config config;
+    const txc_arch *arch;
+    txc_env *env;
+    param *params;
+    txc_tensor **param_tensors; /* params[i].tensor, as one array (the forward's weights) */
+    int n_params;
+    int g[G_COUNT];             /* index into params per role, -1 absent (lm_head == embed when tied) */
+    int (*layer)[L_COUNT];      /* the same per layer */
+    int64_t *window;            /* per layer: sliding window (keys with position > q - window), 0 = full */
+    txc_rope rope;
+    double attn_scale;          /* softmax scale (before per-layer factors) */
+    double attn_softcap, final_softcap; /* tanh soft-capping of scores / logits, 0 = none */
+    int64_t max_positions;      /* see txc_model_max_positions */
+};
+
+/* The activation of config.hidden_act (silu, gelu, gelu_pytorch_tanh,
+ * gelu_new, relu); NULL input passes through. */
+txc_tensor *txc_model_act(const txc_model *m, txc_tensor *x);
+/* Attention over absolute positions: key j visible to query row i iff
+ * j <= query_pos[i] and, with a window, j > query_pos[i] - window;
+ * scores * scale, then tanh soft-capping when softcap > 0. */
+txc_tensor *txc_model_attention(txc_tensor *q, txc_tensor *k, txc_tensor *v, txc_tensor *query_pos, double scale,
+                                int64_t window, double softcap);
+/* (B, L, heads*d) -> (B, heads, L, d). */
+txc_tensor *txc_model_split_heads(txc_tensor *x, int64_t B, int64_t L, int64_t heads, int64_t d);
+
+/* The GPT-2 architecture (gpt2.c). */
+extern const txc_arch txc_arch_gpt2;
+
+#endif

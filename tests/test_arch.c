@@ -1,0 +1,621 @@
+/* Architectures against transformers: tiny random models of each supported
+ * model_type (tests/fixtures/arch/<name>/, written by
+ * scripts/gen_arch_fixtures.py with save_pretrained) with the logits of a
+ * fixed 24-token prompt and 16 greedy tokens. Each must match, eager and
+ * compiled (f32: logits within 1e-4 relative, tokens exact); RoPE tables
+ * equal transformers' inv_freq exactly. Plus: the head picked for tied and
+ * untied checkpoints, one clear TXC_ERR_UNSUPPORTED line per unsupported
+ * feature, and the config fields the architectures read.
+ *
+ * Each fixture that passes prints one "ARCH-OK|name|model_type|features"
+ * line: scripts/supported_models.sh turns them into README's table. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "txc/cache.h"
+#include "txc/generate.h"
+#include "txc/hf_config.h"
+#include "txc/jit.h"
+#include "txc/model.h"
+#include "txc/ops.h"
+#include "txc/safetensors.h"
+#include "txc/tree.h"
+
+#define N_NEW 16
+#define RTOL 1e-4
+#define ATOL 1e-5
+
+typedef struct fixture {
+    const char *name, *model_type, *features;
+} fixture;
+
+static const fixture fixtures[] = {
+    {"llama_linear", "llama", "rope_scaling linear; tied embeddings (no lm_head.weight in the file)"},
+    {"llama_dynamic", "llama", "rope_scaling dynamic (NTK), generation past max_position_embeddings"},
+    {"llama_llama3", "llama", "rope_scaling llama3 (Llama 3.1/3.2), positions past original_max_position_embeddings"},
+    {"llama_yarn", "llama", "rope_scaling yarn (attention_factor, beta_fast/beta_slow)"},
+    {"llama_bias", "llama", "attention_bias (q/k/v/o), mlp_bias"},
+    {"qwen2", "qwen2", "q/k/v biases, tied embeddings"},
+    {"qwen2_sliding", "qwen2", "use_sliding_window with max_window_layers"},
+    {"qwen3", "qwen3", "q_norm/k_norm, explicit head_dim"},
+    {"mistral", "mistral", "sliding_window attention"},
+    {"gemma", "gemma", "sqrt(hidden) embedding scale, (1 + w) RMSNorm, GeGLU, head_dim, tied"},
+    {"gemma2", "gemma2",
+     "sandwich norms, attention + final logit soft-capping, alternating sliding window, query_pre_attn_scalar"},
+    {"phi3", "phi3", "fused qkv_proj and gate_up_proj, partial_rotary_factor"},
+    {"gpt2", "gpt2", "LayerNorm, learned positions, Conv1D weights, fused c_attn, gelu_new, tied"},
+};
+
+static const char *fixture_dir(const char *name) { return tu_path("%s/tests/fixtures/arch/%s", tu_source_dir(), name); }
+
+static cJSON *load_expected(const char *name)
+{
+    return tu_load_json(tu_path("tests/fixtures/arch/%s/expected.json", name));
+}
+
+static int32_t *json_ids(const cJSON *arr, int64_t *n)
+{
+    *n = cJSON_GetArraySize(arr);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(*n + 1));
+    int64_t i = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, arr) ids[i++] = (int32_t)v->valuedouble;
+    return ids;
+}
+
+static bool close_enough(double got, double want) { return fabs(got - want) <= RTOL * fabs(want) + ATOL; }
+
+/* `logits` (rows, V) float32 against expected rows row0.. of "logits". */
+static void check_logits(const char *what, const float *logits, int64_t rows, int64_t V, const cJSON *expected,
+                         int64_t row0)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const cJSON *row = cJSON_GetArrayItem(expected, (int)(row0 + r));
+        assert_non_null(row);
+        assert_int_equal(cJSON_GetArraySize(row), V);
+        for (int64_t j = 0; j < V; j++) {
+            double want = cJSON_GetArrayItem(row, (int)j)->valuedouble, got = logits[r * V + j];
+            if (!close_enough(got, want))
+                fail_msg("%s: logits[%lld][%lld] = %.9g, transformers %.9g", what, (long long)(row0 + r),
+                         (long long)j, got, want);
+        }
+    }
+}
+
+/* ---- a greedy loop over the model's forward with a StaticCache, eager or
+ * compiled (the prefill padded to a power of two with logits_index, as
+ * txc_generate's compiled steps): independent of generate's own limits. */
+
+typedef struct step_statics {
+    int32_t n_params, n_cache_leaves, has_logits_index;
+    unsigned char aux[TXC_TREE_MAX_AUX];
+    size_t aux_len;
+} step_statics;
+
+static txc_status step_fn(void *ctx, txc_tensor *const *in, int n_in, const void *statics_p, size_t len,
+                          txc_tensor **out, int max_out, int *n_out)
+{
+    txc_model *m = ctx;
+    step_statics st;
+    assert_int_equal(len, sizeof st);
+    memcpy(&st, statics_p, sizeof st);
+    int P = st.n_params, C = st.n_cache_leaves;
+    assert_int_equal(n_in, P + C + 2 + st.has_logits_index);
+    txc_kv_cache *cache = txc_tree_unflatten("StaticCache", st.aux, st.aux_len, in + P, C, txc_model_env(m));
+    if (!cache)
+        return txc_last_status();
+    txc_tensor *logits = txc_model_forward_with(m, in, in[P + C], NULL, cache, in[P + C + 1], 1,
+                                                st.has_logits_index ? in[P + C + 2] : NULL);
+    out[0] = txc_argmax(txc_reshape(logits, 1, (int64_t[]){-1}), 0, false);
+    out[1] = logits;
+    int n = 0;
+    unsigned char aux[TXC_TREE_MAX_AUX];
+    size_t aux_len;
+    txc_status s = out[0] ? txc_tree_flatten("StaticCache", cache, out + 2, max_out - 2, &n, aux, &aux_len)
+                          : txc_last_status();
+    *n_out = 2 + n;
+    txc_tree_free("StaticCache", cache);
+    return s;
+}
+
+/* One step over ids[from, to); returns the next token and copies the last
+ * position's logits into last_logits (V floats). */
+static int32_t local_step(txc_model *m, txc_jit *jit, txc_kv_cache *cache, const int32_t *ids, int64_t from,
+                          int64_t to, float *last_logits)
+{
+    txc_env *env = txc_model_env(m);
+    const txc_hf_config *c = txc_model_config(m);
+    int mark = txc_env_scope_begin(env);
+    int64_t L = to - from, Lp = L;
+    if (jit && L > 1)
+        while (Lp < L || (Lp & (Lp - 1)))
+            Lp++;
+    if (from + Lp > txc_kv_cache_max_length(cache))
+        Lp = txc_kv_cache_max_length(cache) - from;
+    txc_tensor *input_ids = txc_zeros(env, 2, (int64_t[]){1, Lp}, TXC_I64);
+    txc_tensor *cache_position = txc_arange(env, (double)from, (double)(from + Lp), 1, TXC_I64);
+    assert_non_null(input_ids);
+    int64_t *p = txc_tensor_data_ptr(input_ids);
+    for (int64_t i = 0; i < L; i++)
+        p[i] = ids[from + i];
+    txc_tensor *logits = NULL;
+    int32_t next = -1;
+    if (!jit) {
+        logits = txc_model_forward(m, input_ids, NULL, cache, cache_position, 1);
+        txc_tensor *tok = txc_argmax(txc_reshape(logits, 1, (int64_t[]){-1}), 0, false);
+        if (!tok)
+            fail_msg("eager step: %s", txc_last_error());
+        next = (int32_t)txc_tensor_item(tok);
+    } else {
+        int P = txc_model_num_parameters(m);
+        txc_tensor *in[1100];
+        txc_tensor *outs[1100];
+        step_statics st;
+        memset(&st, 0, sizeof st);
+        st.n_params = P;
+        st.has_logits_index = L > 1;
+        memcpy(in, txc_model_parameters(m), sizeof *in * (size_t)P);
+        int C = 0;
+        assert_int_equal(txc_tree_flatten("StaticCache", cache, in + P, 1000 - P, &C, st.aux, &st.aux_len), TXC_OK);
+        st.n_cache_leaves = C;
+        int n_in = P + C;
+        in[n_in++] = input_ids;
+        in[n_in++] = cache_position;
+        if (L > 1) {
+            int64_t last = L - 1, one = 1;
+            in[n_in++] = txc_tensor_from_data(env, TXC_I64, 1, &one, &last);
+        }
+        int n_out;
+        if (txc_jit_call(jit, in, n_in, NULL, &st, sizeof st, outs, 1100, &n_out) != TXC_OK)
+            fail_msg("compiled step: %s", txc_last_error());
+        next = (int32_t)((const int64_t *)txc_tensor_data_ptr(outs[0]))[0];
+        logits = outs[1];
+    }
+    assert_non_null(logits);
+    memcpy(last_logits, txc_tensor_data_ptr(logits), sizeof(float) * (size_t)c->vocab_size);
+    txc_kv_cache_set_seq_length(cache, to);
+    txc_env_scope_end(env, mark);
+    return next;
+}
+
+static void local_greedy(txc_model *m, bool compiled, const int32_t *prompt, int64_t n_prompt, const int32_t *want,
+                         const cJSON *expected_logits, const char *name)
+{
+    const txc_hf_config *c = txc_model_config(m);
+    txc_env *env = txc_model_env(m);
+    int64_t total = n_prompt + N_NEW;
+    assert_int_equal(txc_cache_register_trees(), TXC_OK);
+    txc_kv_cache *cache = txc_static_cache_new(env, (int)c->num_hidden_layers, 1, c->num_key_value_heads, total,
+                                               c->head_dim);
+    assert_non_null(cache);
+    txc_jit *jit[2] = {NULL, NULL};
+    if (compiled) {
+        jit[0] = txc_jit_new(env, "arch-prefill", step_fn, m);
+        jit[1] = txc_jit_new(env, "arch-decode", step_fn, m);
+        assert_non_null(jit[0]);
+        assert_non_null(jit[1]);
+    }
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)total);
+    float *last = malloc(sizeof(float) * (size_t)c->vocab_size);
+    memcpy(ids, prompt, sizeof(int32_t) * (size_t)n_prompt);
+    char what[128];
+    for (int64_t i = 0; i < N_NEW; i++) {
+        int64_t from = i == 0 ? 0 : n_prompt + i - 1, to = n_prompt + i;
+        int32_t next = local_step(m, jit[i > 0], cache, ids, from, to, last);
+        if (i == 0) { /* the prefill's last row is the reference's last row */
+            snprintf(what, sizeof what, "%s (%s StaticCache prefill)", name, compiled ? "compiled" : "eager");
+            check_logits(what, last, 1, c->vocab_size, expected_logits, n_prompt - 1);
+        }
+        if (next != want[i])
+            fail_msg("%s (%s, StaticCache): token %lld is %d, transformers %d", name,
+                     compiled ? "compiled" : "eager", (long long)i, next, want[i]);
+        ids[n_prompt + i] = next;
+    }
+    if (compiled) /* one decode plan for every position */
+        assert_int_equal(txc_jit_get_stats(jit[1]).n_plans, 1);
+    free(ids);
+    free(last);
+    txc_jit_free(jit[0]);
+    txc_jit_free(jit[1]);
+    txc_kv_cache_free(cache);
+}
+
+/* txc_generate itself; false when it declines the length before any work
+ * (generate's own limits: max_position_embeddings, sliding windows in
+ * older generate.c) so that the local loop above is what checks it. */
+static bool generate_tokens(txc_model *m, const char *name, const int32_t *prompt, int64_t n, const int32_t *want,
+                            txc_cache_kind kind, bool jit)
+{
+    txc_generate_options o = txc_generate_default_options(m, NULL);
+    o.max_new_tokens = N_NEW;
+    o.cache = kind;
+    o.jit = jit;
+    o.n_eos = 0; /* the reference ran without eos stopping */
+    o.do_sample = false;
+    o.repetition_penalty = 1.0;
+    txc_generate_result r;
+    txc_clear_error();
+    txc_status s = txc_generate(m, prompt, n, &o, &r);
+    if (s == TXC_ERR_CAPACITY || s == TXC_ERR_UNSUPPORTED) {
+        if (strstr(txc_last_error(), "sliding_window") || strstr(txc_last_error(), "max_position_embeddings") ||
+            strstr(txc_last_error(), "max_cache_len")) { /* the cache is capped at max_position_embeddings */
+            printf("  note: %s: txc_generate declines (%s); checked through the model's forward\n", name,
+                   txc_last_error());
+            return false;
+        }
+    }
+    if (s != TXC_OK)
+        fail_msg("%s: generate(%s, jit %d): %s", name, txc_cache_kind_name(kind), jit, txc_last_error());
+    if (r.n_new < N_NEW && r.stop_reason && strcmp(r.stop_reason, "max_position_embeddings") == 0) {
+        printf("  note: %s: txc_generate stops at max_position_embeddings; checked through the model's forward\n",
+               name);
+        txc_generate_result_free(&r);
+        return false;
+    }
+    assert_int_equal(r.n_new, N_NEW);
+    for (int i = 0; i < N_NEW; i++)
+        if (r.new_ids[i] != want[i])
+            fail_msg("%s (generate, %s, jit %d): token %d is %d, transformers %d", name, txc_cache_kind_name(kind),
+                     jit, i, r.new_ids[i], want[i]);
+    txc_generate_result_free(&r);
+    return true;
+}
+
+static bool file_has_tensor(const char *dir, const char *name)
+{
+    txc_safetensors *st = NULL;
+    assert_int_equal(txc_safetensors_open(dir, &st), TXC_OK);
+    bool has = txc_safetensors_find(st, name) != NULL;
+    txc_safetensors_close(st);
+    return has;
+}
+
+static void check_fixture(const fixture *f)
+{
+    const char *dir = fixture_dir(f->name);
+    cJSON *exp = load_expected(f->name);
+    txc_model *m = NULL;
+    txc_clear_error();
+    if (txc_model_load(dir, NULL, &m) != TXC_OK)
+        fail_msg("%s: load: %s", f->name, txc_last_error());
+    const txc_hf_config *c = txc_model_config(m);
+    assert_string_equal(c->model_type, f->model_type);
+    int64_t V = c->vocab_size;
+
+    /* the head: lm_head.weight when untied (both in the file), else the embedding */
+    bool has_head = file_has_tensor(dir, "lm_head.weight");
+    assert_true(has_head == !c->tie_word_embeddings);
+    const char *head = txc_model_lm_head_name(m);
+    if (c->tie_word_embeddings)
+        assert_true(strcmp(head, "transformer.wte.weight") == 0 || strcmp(head, "model.embed_tokens.weight") == 0);
+    else
+        assert_string_equal(txc_model_lm_head_name(m), "lm_head.weight");
+
+    /* RoPE: inv_freq equals transformers' buffer exactly */
+    const cJSON *inv = cJSON_GetObjectItem(exp, "inv_freq");
+    txc_tensor *mine = txc_model_rope_inv_freq(m);
+    if (inv) {
+        assert_non_null(mine);
+        assert_int_equal(txc_tensor_numel(mine), cJSON_GetArraySize(inv));
+        const float *v = txc_tensor_data_ptr(mine);
+        for (int i = 0; i < cJSON_GetArraySize(inv); i++) {
+            float want = (float)cJSON_GetArrayItem(inv, i)->valuedouble;
+            if (v[i] != want)
+                fail_msg("%s: inv_freq[%d] = %.9g, transformers %.9g", f->name, i, v[i], want);
+        }
+        double sc = cJSON_GetObjectItem(exp, "attention_scaling")->valuedouble;
+        assert_true(fabs(txc_model_rope_attention_scaling(m) - sc) <= 1e-12 * sc);
+    } else {
+        assert_null(mine);
+    }
+
+    int64_t n;
+    int32_t *prompt = json_ids(cJSON_GetObjectItem(exp, "input_ids"), &n);
+    int64_t n_new;
+    int32_t *want = json_ids(cJSON_GetObjectItem(exp, "new_ids"), &n_new);
+    assert_int_equal(n_new, N_NEW);
+    const cJSON *logits_ref = cJSON_GetObjectItem(exp, "logits");
+    assert_int_equal(cJSON_GetArraySize(logits_ref), n);
+
+    /* the logits of the whole prompt, eager, no cache */
+    txc_env *env = txc_model_env(m);
+    int mark = txc_env_scope_begin(env);
+    txc_tensor *ids = txc_zeros(env, 2, (int64_t[]){1, n}, TXC_I64);
+    int64_t *p = txc_tensor_data_ptr(ids);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = prompt[i];
+    txc_tensor *logits = txc_model_forward(m, ids, NULL, NULL, txc_arange(env, 0, (double)n, 1, TXC_I64), 0);
+    if (!logits)
+        fail_msg("%s: forward: %s", f->name, txc_last_error());
+    assert_int_equal(txc_tensor_size(logits, 1), n);
+    assert_int_equal(txc_tensor_size(logits, 2), V);
+    check_logits(f->name, txc_tensor_data_ptr(logits), n, V, logits_ref, 0);
+    txc_env_scope_end(env, mark);
+
+    /* 16 greedy tokens: the model's forward with a StaticCache, eager and
+     * compiled; then txc_generate (static eager and compiled, dynamic eager) */
+    local_greedy(m, false, prompt, n, want, logits_ref, f->name);
+    local_greedy(m, true, prompt, n, want, logits_ref, f->name);
+    if (generate_tokens(m, f->name, prompt, n, want, TXC_CACHE_STATIC, false)) {
+        generate_tokens(m, f->name, prompt, n, want, TXC_CACHE_STATIC, true);
+        generate_tokens(m, f->name, prompt, n, want, TXC_CACHE_DYNAMIC, false);
+    }
+    printf("ARCH-OK|%s|%s|%s\n", f->name, f->model_type, f->features);
+    fflush(stdout);
+    free(prompt);
+    free(want);
+    txc_model_free(m);
+    cJSON_Delete(exp);
+}
+
+#define FIXTURE_TEST(i, fn)                                                                                        \
+    static void fn(void **state)                                                                                  \
+    {                                                                                                             \
+        (void)state;                                                                                              \
+        check_fixture(&fixtures[i]);                                                                              \
+    }
+FIXTURE_TEST(0, test_llama_linear)
+FIXTURE_TEST(1, test_llama_dynamic)
+FIXTURE_TEST(2, test_llama_llama3)
+FIXTURE_TEST(3, test_llama_yarn)
+FIXTURE_TEST(4, test_llama_bias)
+FIXTURE_TEST(5, test_qwen2)
+FIXTURE_TEST(6, test_qwen2_sliding)
+FIXTURE_TEST(7, test_qwen3)
+FIXTURE_TEST(8, test_mistral)
+FIXTURE_TEST(9, test_gemma)
+FIXTURE_TEST(10, test_gemma2)
+FIXTURE_TEST(11, test_phi3)
+FIXTURE_TEST(12, test_gpt2)
+
+/* ---- a fixture copied with its config.json edited ------------------------------- */
+
+static char *copy_fixture(const char *name, const char *edit_key, const char *edit_json)
+{
+    char *dir = tu_mkdtemp();
+    assert_non_null(dir);
+    size_t n;
+    char *st = tu_read_file(tu_path("%s/model.safetensors", fixture_dir(name)), &n);
+    assert_non_null(st);
+    assert_int_equal(tu_write_file(tu_path("%s/model.safetensors", dir), st, n), 0);
+    free(st);
+    char *text = tu_read_file(tu_path("%s/config.json", fixture_dir(name)), NULL);
+    cJSON *cfg = cJSON_Parse(text);
+    free(text);
+    assert_non_null(cfg);
+    if (edit_key) {
+        cJSON_DeleteItemFromObjectCaseSensitive(cfg, edit_key);
+        if (edit_json) {
+            cJSON *v = cJSON_Parse(edit_json);
+            assert_non_null(v);
+            cJSON_AddItemToObject(cfg, edit_key, v);
+        }
+    }
+    char *out = cJSON_Print(cfg);
+    assert_int_equal(tu_write_file(tu_path("%s/config.json", dir), out, strlen(out)), 0);
+    free(out);
+    cJSON_Delete(cfg);
+    return dir;
+}
+
+static void expect_load_error(const char *name, const char *key, const char *json, txc_status want,
+                              const char *substr)
+{
+    char *dir = copy_fixture(name, key, json);
+    txc_model *m = NULL;
+    txc_clear_error();
+    txc_status s = txc_model_load(dir, NULL, &m);
+    if (s != want || !strstr(txc_last_error(), substr))
+        fail_msg("%s with %s = %s: got %s \"%s\", want %s containing \"%s\"", name, key, json ? json : "(absent)",
+                 txc_status_name(s), txc_last_error(), txc_status_name(want), substr);
+    assert_null(m);
+    assert_null(strchr(txc_last_error(), '\n')); /* one line */
+    tu_rm_rf(dir);
+}
+
+static void test_unsupported(void **state)
+{
+    (void)state;
+    expect_load_error("llama_llama3", "rope_parameters",
+                      "{\"rope_type\": \"longrope\", \"rope_theta\": 10000.0, \"short_factor\": [1,1,1,1,1,1,1,1], "
+                      "\"long_factor\": [1,1,1,1,1,1,1,1], \"original_max_position_embeddings\": 16}",
+                      TXC_ERR_UNSUPPORTED, "rope_scaling of type 'longrope' is not supported");
+    expect_load_error("llama_llama3", "rope_parameters", "{\"rope_type\": \"proportional\", \"factor\": 2.0}",
+                      TXC_ERR_UNSUPPORTED, "rope_scaling of type 'proportional'");
+    expect_load_error("llama_linear", "model_type", "\"falcon\"", TXC_ERR_UNSUPPORTED,
+                      "model_type 'falcon' is not supported");
+    expect_load_error("qwen3", "model_type", "\"qwen3_moe\"", TXC_ERR_UNSUPPORTED, "model_type 'qwen3_moe'");
+    expect_load_error("llama_linear", "hidden_act", "\"gelu_fast\"", TXC_ERR_UNSUPPORTED,
+                      "hidden_act 'gelu_fast' is not supported");
+    expect_load_error("gemma2", "layer_types", "[\"sliding_attention\", \"chunked_attention\"]", TXC_ERR_UNSUPPORTED,
+                      "layer_types entry 'chunked_attention' is not supported");
+    expect_load_error("gemma", "use_bidirectional_attention", "true", TXC_ERR_UNSUPPORTED,
+                      "use_bidirectional_attention");
+    expect_load_error("gpt2", "add_cross_attention", "true", TXC_ERR_UNSUPPORTED, "add_cross_attention");
+    /* llama's RoPE cannot rotate part of a head (transformers' neither) */
+    expect_load_error("llama_yarn", "partial_rotary_factor", "0.5", TXC_ERR_UNSUPPORTED, "partial_rotary_factor");
+    /* a rope type without its parameters is malformed, not guessed */
+    expect_load_error("llama_llama3", "rope_parameters", "{\"rope_type\": \"llama3\", \"factor\": 8.0}",
+                      TXC_ERR_FORMAT, "'llama3' needs");
+}
+
+/* tie_word_embeddings false but no lm_head.weight in the file: an error
+ * naming it (transformers would initialise a random head); true with the
+ * embedding only: the embedding is the head (the fixtures above). */
+static void test_heads(void **state)
+{
+    (void)state;
+    expect_load_error("llama_linear", "tie_word_embeddings", "false", TXC_ERR_FORMAT,
+                      "tensor 'lm_head.weight' is missing");
+    /* untied checkpoint read as tied: the stored lm_head.weight is ignored,
+     * the embedding is the head, and the parameter set does not list it */
+    char *dir = copy_fixture("qwen3", "tie_word_embeddings", "true");
+    txc_model *m = NULL;
+    assert_int_equal(txc_model_load(dir, NULL, &m), TXC_OK);
+    assert_string_equal(txc_model_lm_head_name(m), "model.embed_tokens.weight");
+    for (int i = 0; i < txc_model_num_parameters(m); i++)
+        assert_string_not_equal(txc_model_parameter_name(m, i), "lm_head.weight");
+    txc_model_free(m);
+    tu_rm_rf(dir);
+    /* untied: lm_head.weight is a parameter of its own */
+    assert_int_equal(txc_model_load(fixture_dir("qwen3"), NULL, &m), TXC_OK);
+    assert_string_equal(txc_model_parameter_name(m, txc_model_num_parameters(m) - 1), "lm_head.weight");
+    txc_model_free(m);
+}
+
+static txc_status parse(const char *json, txc_hf_config *c)
+{
+    txc_clear_error();
+    return txc_hf_config_parse(json, strlen(json), "cfg.json", c);
+}
+
+static void test_config_fields(void **state)
+{
+    (void)state;
+    txc_hf_config c;
+    /* GPT-2's names (attribute_map), n_inner null = 4 * n_embd, its defaults */
+    assert_int_equal(parse("{\"model_type\": \"gpt2\", \"vocab_size\": 50257, \"n_embd\": 768, \"n_layer\": 12, "
+                           "\"n_head\": 12, \"n_positions\": 1024, \"n_inner\": null}",
+                           &c),
+                     TXC_OK);
+    assert_int_equal(c.hidden_size, 768);
+    assert_int_equal(c.num_hidden_layers, 12);
+    assert_int_equal(c.num_attention_heads, 12);
+    assert_int_equal(c.max_position_embeddings, 1024);
+    assert_int_equal(c.intermediate_size, 3072);
+    assert_int_equal(c.head_dim, 64);
+    assert_true(c.tie_word_embeddings);
+    assert_string_equal(c.hidden_act, "gelu_new");
+    assert_true(c.layer_norm_epsilon == 1e-5);
+    assert_true(c.scale_attn_weights);
+    /* Gemma2's defaults when save_pretrained left them out; null = none */
+    const char *g2 = "{\"model_type\": \"gemma2\", \"vocab_size\": 256, \"hidden_size\": 64, "
+                     "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4%s}";
+    char buf[512];
+    snprintf(buf, sizeof buf, g2, "");
+    assert_int_equal(parse(buf, &c), TXC_OK);
+    assert_int_equal(c.head_dim, 256);
+    assert_int_equal(c.sliding_window, 4096);
+    assert_true(c.final_logit_softcapping == 30.0);
+    assert_true(c.attn_logit_softcapping == 50.0);
+    assert_true(c.query_pre_attn_scalar == 256);
+    assert_true(c.tie_word_embeddings);
+    assert_string_equal(c.hidden_act, "gelu_pytorch_tanh");
+    snprintf(buf, sizeof buf, g2,
+             ", \"final_logit_softcapping\": null, \"attn_logit_softcapping\": null, \"sliding_window\": null, "
+             "\"hidden_activation\": \"gelu\", \"layer_types\": [\"full_attention\", \"sliding_attention\"]");
+    assert_int_equal(parse(buf, &c), TXC_OK);
+    assert_true(c.final_logit_softcapping == 0 && c.attn_logit_softcapping == 0);
+    assert_int_equal(c.sliding_window, 0);
+    assert_string_equal(c.hidden_act, "gelu");
+    assert_int_equal(c.n_layer_types, 2);
+    assert_int_equal(c.layer_types[0], TXC_LAYER_FULL);
+    assert_int_equal(c.layer_types[1], TXC_LAYER_SLIDING);
+    snprintf(buf, sizeof buf, g2, ", \"layer_types\": [\"full_attention\"]");
+    assert_int_equal(parse(buf, &c), TXC_ERR_FORMAT);
+    assert_non_null(strstr(txc_last_error(), "'layer_types' has 1 entries but num_hidden_layers is 2"));
+    snprintf(buf, sizeof buf, g2, ", \"final_logit_softcapping\": 0");
+    assert_int_equal(parse(buf, &c), TXC_ERR_FORMAT);
+    /* Gemma's legacy "gelu" means the tanh approximation */
+    assert_int_equal(parse("{\"model_type\": \"gemma\", \"vocab_size\": 256, \"hidden_size\": 64, "
+                           "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+                           "\"hidden_act\": \"gelu\"}",
+                           &c),
+                     TXC_OK);
+    assert_string_equal(c.hidden_act, "gelu_pytorch_tanh");
+    /* Mistral slides over 4096 keys unless told otherwise; Qwen3's head_dim */
+    assert_int_equal(parse("{\"model_type\": \"mistral\", \"vocab_size\": 256, \"hidden_size\": 64, "
+                           "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4}",
+                           &c),
+                     TXC_OK);
+    assert_int_equal(c.sliding_window, 4096);
+    assert_int_equal(c.max_position_embeddings, 131072);
+    assert_int_equal(parse("{\"model_type\": \"qwen3\", \"vocab_size\": 256, \"hidden_size\": 64, "
+                           "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4}",
+                           &c),
+                     TXC_OK);
+    assert_int_equal(c.head_dim, 128);
+    assert_int_equal(c.max_window_layers, 28);
+    /* rope parameters from rope_scaling (older) or rope_parameters; a top-level
+     * original_max_position_embeddings wins (Phi-3) */
+    assert_int_equal(parse("{\"model_type\": \"llama\", \"vocab_size\": 256, \"hidden_size\": 64, "
+                           "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+                           "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 32.0, \"low_freq_factor\": 1.0, "
+                           "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 8192}}",
+                           &c),
+                     TXC_OK);
+    assert_string_equal(c.rope_scaling_type, "llama3");
+    assert_true(c.rope_factor == 32.0 && c.low_freq_factor == 1.0 && c.high_freq_factor == 4.0);
+    assert_int_equal(c.original_max_position_embeddings, 8192);
+    assert_int_equal(parse("{\"model_type\": \"phi3\", \"vocab_size\": 256, \"hidden_size\": 64, "
+                           "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+                           "\"original_max_position_embeddings\": 4096, \"partial_rotary_factor\": 0.75, "
+                           "\"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 4, \"beta_fast\": 16, "
+                           "\"beta_slow\": 2, \"attention_factor\": 1.5, \"mscale\": 1, \"mscale_all_dim\": 0.5, "
+                           "\"truncate\": false, \"original_max_position_embeddings\": 2048}}",
+                           &c),
+                     TXC_OK);
+    assert_int_equal(c.original_max_position_embeddings, 4096);
+    assert_true(c.partial_rotary_factor == 0.75);
+    assert_true(c.beta_fast == 16 && c.beta_slow == 2 && c.attention_factor == 1.5);
+    assert_true(c.mscale == 1 && c.mscale_all_dim == 0.5 && !c.rope_truncate);
+    assert_true(c.rms_norm_eps == 1e-5);
+    assert_int_equal(parse("{\"model_type\": \"llama\", \"vocab_size\": 256, \"hidden_size\": 64, "
+                           "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+                           "\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": \"2\"}}",
+                           &c),
+                     TXC_ERR_FORMAT);
+    assert_non_null(strstr(txc_last_error(), "field 'rope_scaling.factor' is a string"));
+    assert_int_equal(parse("{\"model_type\": \"llama\", \"vocab_size\": 256, \"hidden_size\": 64, "
+                           "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+                           "\"partial_rotary_factor\": 1.5}",
+                           &c),
+                     TXC_ERR_FORMAT);
+}
+
+/* What the models report: windows per layer, positions. */
+static void test_model_facts(void **state)
+{
+    (void)state;
+    txc_model *m = NULL;
+    assert_int_equal(txc_model_load(fixture_dir("gemma2"), NULL, &m), TXC_OK);
+    assert_int_equal(txc_model_sliding_window(m, 0), 6); /* sliding, full, sliding, ... */
+    assert_int_equal(txc_model_sliding_window(m, 1), 0);
+    assert_int_equal(txc_model_max_positions(m), 64);
+    txc_model_free(m);
+    assert_int_equal(txc_model_load(fixture_dir("qwen2_sliding"), NULL, &m), TXC_OK);
+    assert_int_equal(txc_model_sliding_window(m, 0), 0); /* below max_window_layers */
+    assert_int_equal(txc_model_sliding_window(m, 1), 6);
+    txc_model_free(m);
+    assert_int_equal(txc_model_load(fixture_dir("mistral"), NULL, &m), TXC_OK);
+    assert_int_equal(txc_model_sliding_window(m, 0), 7);
+    assert_int_equal(txc_model_sliding_window(m, 1), 7);
+    txc_model_free(m);
+    assert_int_equal(txc_model_load(fixture_dir("llama_dynamic"), NULL, &m), TXC_OK);
+    assert_true(txc_model_max_positions(m) == INT64_MAX); /* dynamic NTK runs past max_position_embeddings */
+    txc_model_free(m);
+    assert_int_equal(txc_model_load(fixture_dir("gpt2"), NULL, &m), TXC_OK);
+    assert_null(txc_model_rope_inv_freq(m));
+    assert_string_equal(txc_model_parameter_name(m, 0), "transformer.wte.weight");
+    txc_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_llama_linear), cmocka_unit_test(test_llama_dynamic),
+        cmocka_unit_test(test_llama_llama3), cmocka_unit_test(test_llama_yarn),
+        cmocka_unit_test(test_llama_bias),   cmocka_unit_test(test_qwen2),
+        cmocka_unit_test(test_qwen2_sliding), cmocka_unit_test(test_qwen3),
+        cmocka_unit_test(test_mistral),      cmocka_unit_test(test_gemma),
+        cmocka_unit_test(test_gemma2),       cmocka_unit_test(test_phi3),
+        cmocka_unit_test(test_gpt2),         cmocka_unit_test(test_unsupported),
+        cmocka_unit_test(test_heads),        cmocka_unit_test(test_config_fields),
+        cmocka_unit_test(test_model_facts),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
