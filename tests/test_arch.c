@@ -577,6 +577,83 @@ static void test_config_fields(void **state)
                      TXC_ERR_FORMAT);
 }
 
+/* txc::causal_attention with a sliding window and soft-capping against
+ * transformers' eager_attention_forward written with ops (repeat_kv,
+ * scores, tanh capping, the sliding-window causal mask, softmax, P.V):
+ * grouped heads, prefill (many rows: the transposed-K path, chunks) and
+ * decode rows over a longer cache, windows shorter and longer than the
+ * prefix. */
+static txc_tensor *reference_attention(txc_tensor *q, txc_tensor *k, txc_tensor *v, txc_tensor *pos, double scale,
+                                       int64_t window, double softcap)
+{
+    int64_t B = txc_tensor_size(k, 0), Hkv = txc_tensor_size(k, 1), S = txc_tensor_size(k, 2);
+    int64_t Hq = txc_tensor_size(q, 1), E = txc_tensor_size(k, 3), G = Hq / Hkv;
+    k = txc_reshape(txc_expand(txc_unsqueeze(k, 2), 5, (int64_t[]){B, Hkv, G, S, E}), 4, (int64_t[]){B, Hq, S, E});
+    v = txc_reshape(txc_expand(txc_unsqueeze(v, 2), 5, (int64_t[]){B, Hkv, G, S, E}), 4, (int64_t[]){B, Hq, S, E});
+    txc_tensor *s = txc_mul_scalar(txc_matmul(q, txc_transpose(k, 2, 3)), (float)scale);
+    if (softcap > 0)
+        s = txc_mul_scalar(txc_tanh(txc_div_scalar(s, (float)softcap)), (float)softcap);
+    txc_tensor *kpos = txc_arange(txc_tensor_env(q), 0, (double)S, 1, TXC_I64), *qpos = txc_unsqueeze(pos, 1);
+    txc_tensor *visible = txc_le(kpos, qpos);
+    if (window)
+        visible = txc_logical_and(visible, txc_gt(kpos, txc_sub_scalar(qpos, (double)window)));
+    s = txc_masked_fill(s, txc_logical_not(visible), -INFINITY);
+    return txc_matmul(txc_softmax(s, -1), v);
+}
+
+static txc_tensor *random_tensor(txc_env *env, int64_t b, int64_t h, int64_t l, int64_t e, unsigned *seed)
+{
+    txc_tensor *t = txc_zeros(env, 4, (int64_t[]){b, h, l, e}, TXC_F32);
+    float *p = txc_tensor_data_ptr(t);
+    for (int64_t i = 0; i < txc_tensor_numel(t); i++) {
+        *seed = *seed * 1103515245u + 12345u;
+        p[i] = (float)((*seed >> 8) & 0xffff) / 65536.0f * 4.0f - 2.0f;
+    }
+    return t;
+}
+
+static void test_attention_window_softcap(void **state)
+{
+    (void)state;
+    txc_env *env = txc_env_active();
+    unsigned seed = 7;
+    struct { int64_t Hq, Hkv, L, S, from, window; double softcap; } cases[] = {
+        {4, 2, 24, 24, 0, 7, 0},   {4, 2, 24, 24, 0, 0, 2.5},  {4, 2, 24, 40, 0, 6, 3.0}, /* prefill */
+        {8, 2, 70, 70, 0, 16, 0},  {2, 2, 5, 40, 11, 3, 0},    {4, 1, 1, 40, 30, 8, 1.5}, /* chunks, decode */
+        {4, 2, 1, 40, 3, 8, 0},    {4, 4, 3, 40, 37, 40, 4.0}, {4, 2, 1, 64, 63, 1, 0},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        int mark = txc_env_scope_begin(env);
+        int64_t Hq = cases[ci].Hq, Hkv = cases[ci].Hkv, L = cases[ci].L, S = cases[ci].S, E = 16;
+        txc_tensor *q = random_tensor(env, 1, Hq, L, E, &seed);
+        txc_tensor *k = random_tensor(env, 1, Hkv, S, E, &seed), *v = random_tensor(env, 1, Hkv, S, E, &seed);
+        txc_tensor *pos = txc_arange(env, (double)cases[ci].from, (double)(cases[ci].from + L), 1, TXC_I64);
+        double scale = 0.3;
+        txc_tensor *got = txc_causal_attention_ext(q, k, v, pos, scale, cases[ci].window, cases[ci].softcap);
+        txc_tensor *want = reference_attention(q, k, v, pos, scale, cases[ci].window, cases[ci].softcap);
+        if (!got || !want)
+            fail_msg("case %zu: %s", ci, txc_last_error());
+        const float *g = txc_tensor_data_ptr(got), *w = txc_tensor_data_ptr(txc_contiguous(want));
+        for (int64_t i = 0; i < txc_tensor_numel(got); i++)
+            if (fabs(g[i] - w[i]) > 1e-5 + 1e-5 * fabs(w[i]))
+                fail_msg("case %zu: element %lld is %.9g, reference %.9g", ci, (long long)i, g[i], w[i]);
+        txc_env_scope_end(env, mark);
+    }
+    /* both 0: plain causal attention; negative values are refused */
+    int mark = txc_env_scope_begin(env);
+    txc_tensor *q = random_tensor(env, 1, 2, 4, 8, &seed), *k = random_tensor(env, 1, 2, 4, 8, &seed);
+    txc_tensor *pos = txc_arange(env, 0, 4, 1, TXC_I64);
+    txc_tensor *a = txc_causal_attention_ext(q, k, k, pos, NAN, 0, 0), *b = txc_causal_attention(q, k, k, pos, NAN);
+    assert_memory_equal(txc_tensor_data_ptr(a), txc_tensor_data_ptr(b), sizeof(float) * 64);
+    txc_clear_error();
+    assert_null(txc_causal_attention_ext(q, k, k, pos, NAN, -1, 0));
+    assert_int_equal(txc_last_status(), TXC_ERR_INVALID);
+    txc_clear_error();
+    assert_null(txc_causal_attention_ext(q, k, k, pos, NAN, 0, -2.0));
+    txc_clear_error();
+    txc_env_scope_end(env, mark);
+}
+
 /* What the models report: windows per layer, positions. */
 static void test_model_facts(void **state)
 {
@@ -615,6 +692,7 @@ int main(void)
         cmocka_unit_test(test_gemma2),       cmocka_unit_test(test_phi3),
         cmocka_unit_test(test_gpt2),         cmocka_unit_test(test_unsupported),
         cmocka_unit_test(test_heads),        cmocka_unit_test(test_config_fields),
+        cmocka_unit_test(test_attention_window_softcap),
         cmocka_unit_test(test_model_facts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

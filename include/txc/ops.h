@@ -243,6 +243,16 @@ txc_status txc_rng_advance_(txc_tensor *rng_state, int64_t n);
  * or NaN are TXC_ERR_INVALID at run time. */
 txc_tensor *txc_sample(txc_tensor *logits, txc_tensor *u, int64_t top_k, double top_p, double min_p);
 
+/* txc::causal_attention with transformers' sliding window and Gemma 2's
+ * attention soft-capping: key j is visible to query row i iff
+ * cache_position[i] - sliding_window < j <= cache_position[i]
+ * (sliding_window_causal_mask_function; 0 = no window), and the scaled
+ * scores s become tanh(s / softcap) * softcap before the mask and softmax
+ * (0 = none). Keys before a row's window are not read. Negative values
+ * are TXC_ERR_INVALID. With both 0 it is txc_causal_attention. */
+txc_tensor *txc_causal_attention_ext(txc_tensor *q, txc_tensor *k, txc_tensor *v, txc_tensor *cache_position,
+                                     double scale, int64_t sliding_window, double softcap);
+
 #ifdef __cplusplus
 }
 #endif

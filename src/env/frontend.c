@@ -560,3 +560,17 @@ txc_tensor *txc_sample(txc_tensor *logits, txc_tensor *u, int64_t top_k, double 
     a.f[1] = min_p;
     CALL(TXC_OP_SAMPLE, logits, u);
 }
+
+txc_tensor *txc_causal_attention_ext(txc_tensor *q, txc_tensor *k, txc_tensor *v, txc_tensor *cache_position,
+                                     double scale, int64_t sliding_window, double softcap)
+{
+    txc_op_attrs a = {0};
+    a.f[0] = scale;
+    a.f[1] = softcap;
+    a.flags = TXC_ATTR_POSITIONS;
+    if (sliding_window != 0) {
+        a.n_ints = 1;
+        a.ints[0] = sliding_window;
+    }
+    CALL(TXC_OP_CAUSAL_ATTENTION, q, k, v, cache_position);
+}

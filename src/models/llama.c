@@ -488,30 +488,7 @@ txc_tensor *txc_model_attention(txc_tensor *q, txc_tensor *k, txc_tensor *v, txc
 {
     if (!window && !(softcap > 0))
         return txc_causal_attention(q, k, v, query_pos, scale);
-    if (!q || !k || !v || !query_pos)
-        return NULL;
-    /* transformers' eager_attention_forward, op by op: repeat_kv, scores,
-     * soft-capping, the (sliding-window) causal mask, softmax, P.V. */
-    int64_t B = txc_tensor_size(k, 0), Hkv = txc_tensor_size(k, 1), S = txc_tensor_size(k, 2);
-    int64_t Hq = txc_tensor_size(q, 1), E = txc_tensor_size(k, 3), Ev = txc_tensor_size(v, 3);
-    if (Hq != Hkv) {
-        int64_t G = Hq / Hkv;
-        k = txc_reshape(txc_expand(txc_unsqueeze(k, 2), 5, (int64_t[]){B, Hkv, G, S, E}), 4,
-                        (int64_t[]){B, Hq, S, E});
-        v = txc_reshape(txc_expand(txc_unsqueeze(v, 2), 5, (int64_t[]){B, Hkv, G, S, Ev}), 4,
-                        (int64_t[]){B, Hq, S, Ev});
-    }
-    txc_tensor *scores = txc_mul_scalar(txc_matmul(q, txc_transpose(k, 2, 3)), (float)scale); /* (B, Hq, L, S) */
-    if (softcap > 0)
-        scores = txc_mul_scalar(txc_tanh(txc_div_scalar(scores, (float)softcap)), (float)softcap);
-    txc_env *env = txc_tensor_env(q);
-    txc_tensor *kpos = txc_arange(env, 0, (double)S, 1, TXC_I64);   /* (S) */
-    txc_tensor *qpos = txc_unsqueeze(query_pos, 1);                 /* (L, 1) */
-    txc_tensor *visible = txc_le(kpos, qpos);                       /* (L, S): k <= q */
-    if (window)
-        visible = txc_logical_and(visible, txc_gt(kpos, txc_sub_scalar(qpos, (double)window)));
-    scores = txc_masked_fill(scores, txc_logical_not(visible), -INFINITY);
-    return txc_matmul(txc_softmax(scores, -1), v);
+    return txc_causal_attention_ext(q, k, v, query_pos, scale, window, softcap > 0 ? softcap : 0);
 }
 
 static txc_tensor *norm(const txc_model *m, txc_tensor *x, txc_tensor *w, txc_tensor *b)

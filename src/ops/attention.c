@@ -43,6 +43,9 @@ static txc_status infer_sdpa(txc_tensor *const *in, int n_in, const txc_op_attrs
             p->shape[0] != q->shape[2])
             return txc_error(TXC_ERR_INVALID, "txc::causal_attention: cache_position must be an int64 (q_len) "
                                               "tensor matching q's sequence length");
+        if ((a->n_ints > 0 && a->ints[0] < 0) || !(a->f[1] >= 0))
+            return txc_error(TXC_ERR_INVALID, "txc::causal_attention: sliding_window (%lld) and softcap (%g) must be "
+                                              ">= 0", (long long)(a->n_ints > 0 ? a->ints[0] : 0), a->f[1]);
     }
     if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4)
         return txc_error(TXC_ERR_INVALID,
@@ -122,6 +125,13 @@ static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, con
         S = smax; /* no row reads further: the rest of the cache is never touched */
     }
 #define ROW_LIMIT(i) (pos ? pos[i] + 1 : (i) + 1)
+    /* causal_attention's sliding window (ints[0] > 0): row i sees keys
+     * (pos[i] - window, pos[i]], so keys before the chunk's first window
+     * are never read either; tanh soft-capping of the scaled scores with
+     * f[1] > 0 (Gemma 2's attn_logit_softcapping). */
+    const int64_t window = by_pos && a->n_ints > 0 && a->ints[0] > 0 ? a->ints[0] : 0;
+    const float softcap = by_pos && a->f[1] > 0 ? (float)a->f[1] : 0.0f;
+#define ROW_START(i) (window && pos[i] + 1 > window ? pos[i] + 1 - window : 0)
     const int64_t G = Hq / Hkv, R = G * L;
     const float scale = isnan(a->f[0]) ? (float)(1.0 / sqrt((double)E)) : (float)a->f[0];
 
@@ -205,16 +215,31 @@ static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, con
                     }
                     Sc = lmax < S ? lmax : S;
                 }
+                int64_t k0 = window ? S : 0; /* keys before the earliest window start are never used */
+                for (int64_t rr = 0; window && rr < nr; rr++) {
+                    int64_t i = (r0 + rr) % L, st = ROW_START(i);
+                    k0 = st < k0 ? st : k0;
+                }
+                const int64_t nsc = Sc - k0; /* scores of keys [k0, Sc) */
                 if (k_trans)
-                    txc_kern_gemm_nn(nr, Sc, E, qbuf, E, kbuf, TXC_F32, S, sbuf, Sc);
+                    txc_kern_gemm_nn(nr, nsc, E, qbuf, E, kbuf + k0, TXC_F32, S, sbuf, nsc);
                 else
-                    txc_kern_gemm_nt(nr, Sc, E, qbuf, E, K, kdt, ldk, sbuf, Sc);
+                    txc_kern_gemm_nt(nr, nsc, E, qbuf, E, (const char *)K + (size_t)(k0 * ldk) * txc_dtype_size(kdt),
+                                     kdt, ldk, sbuf, nsc);
                 for (int64_t rr = 0; rr < nr; rr++) {
                     int64_t r = r0 + rr, hq = h * G + r / L, i = r % L;
-                    float *s = sbuf + rr * Sc;
-                    int64_t valid = causal ? (ROW_LIMIT(i) < Sc ? ROW_LIMIT(i) : Sc) : Sc;
+                    float *s = sbuf + rr * nsc;
+                    int64_t valid = (causal ? (ROW_LIMIT(i) < Sc ? ROW_LIMIT(i) : Sc) : Sc) - k0;
+                    if (window) { /* keys before this row's window: weight 0 */
+                        int64_t st = ROW_START(i) - k0;
+                        memset(s, 0, (size_t)st * sizeof(float));
+                        s += st, valid -= st;
+                    }
                     for (int64_t j = 0; j < valid; j++)
                         s[j] *= scale;
+                    if (softcap > 0)
+                        for (int64_t j = 0; j < valid; j++)
+                            s[j] = tanhf(s[j] / softcap) * softcap;
                     if (mask) {
                         int64_t mo = b * mst[0] + hq * mst[1] + i * mst[2];
                         if (mask->dtype == TXC_BOOL) {
@@ -232,11 +257,13 @@ static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, con
                         }
                     }
                     softmax_row(s, valid);
-                    if (valid < Sc)
-                        memset(s + valid, 0, (size_t)(Sc - valid) * sizeof(float));
+                    float *row_end = sbuf + (rr + 1) * nsc;
+                    if (s + valid < row_end)
+                        memset(s + valid, 0, (size_t)(row_end - (s + valid)) * sizeof(float));
                 }
                 float *o = out->dtype == TXC_F32 ? (float *)op + (out_row0 + r0) * Ev : obuf;
-                txc_kern_gemm_nn(nr, Ev, Sc, sbuf, Sc, V, vdt, ldv, o, Ev);
+                txc_kern_gemm_nn(nr, Ev, nsc, sbuf, nsc, (const char *)V + (size_t)(k0 * ldv) * txc_dtype_size(vdt), vdt,
+                                 ldv, o, Ev);
                 if (o == obuf)
                     txc_kern_from_f32(out->dtype, obuf, op + (size_t)((out_row0 + r0) * Ev) * eo, nr * Ev);
             }
