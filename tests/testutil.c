@@ -125,7 +125,7 @@ static void json_shape(const cJSON *j, int *ndim, int64_t *shape)
 static txc_dtype json_dtype(const cJSON *j)
 {
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(j, "dtype");
-    txc_dtype dt;
+    txc_dtype dt = TXC_F32;
     assert_true(cJSON_IsString(d) && txc_dtype_parse(d->valuestring, &dt));
     return dt;
 }
