@@ -14,6 +14,19 @@ Installs nothing itself. Run it from a virtual environment outside the repo:
     python3 -m venv /tmp/tokvenv && /tmp/tokvenv/bin/pip install tokenizers
     /tmp/tokvenv/bin/python scripts/gen_tokenizer_fixtures.py            # write fixtures
     /tmp/tokvenv/bin/python scripts/gen_tokenizer_fixtures.py --bench    # encode speed, 1 MB
+    /tmp/tokvenv/bin/python scripts/gen_tokenizer_fixtures.py --unicode-tables
+
+--unicode-tables writes src/hf/tokenizer_unidata.c: the crate's own Unicode
+data where it differs from what txc's libraries know. The crate mixes
+versions: its regexes (Oniguruma) and Rust's char methods follow Unicode 16,
+its normalizers (unicode-normalization-alignments) Unicode 9.0, its
+Punctuation (unicode_categories) an older table still. So the tables are
+read off the crate itself, one code point at a time (a few minutes): the
+Whitespace/single_word word characters, char::is_numeric, Punctuation,
+char::to_lowercase, the characters added to each \p{..} class since the
+installed PCRE2's Unicode version (found through ctypes), and the code points
+assigned in Unicode 9.0 (perl's Unicode::UCD) outside which the normalizers
+leave characters alone.
 
 --bench times Tokenizer.encode on the same ~1 MB text test_tokenizer_families
 times (the corpus, one string per line, repeated), single-threaded
@@ -212,16 +225,132 @@ def ids_digest(ids):
     return "%016x" % fnv1a64(struct.pack("<%dI" % len(ids), *ids))
 
 
+# ---- Unicode tables ----------------------------------------------------------------
+
+# Planes 0-3 and 14 hold every assigned character but the private use planes.
+UNI_CPS = [c for c in list(range(0, 0x40000)) + list(range(0xE0000, 0xE1000))
+           if not 0xD800 <= c < 0xE000]
+# General categories whose \p{..} classes get the crate's newer characters;
+# \w is onig's word class, which txc writes as [\p{L}\p{M}\p{N}\p{Pc}...].
+UNI_PROPS = "L Lu Ll Lt Lm Lo M Mn Mc Me N Nd Nl No P Pc Pd Ps Pe Pi Pf Po S Sm Sc Sk So Z Zs Zl Zp Cc Cf".split()
+ONIG_W_BASE = "[\\p{L}\\p{M}\\p{Nd}\\p{Pc}]"
+
+
+def ranges_of(cps):
+    out = []
+    for c in sorted(cps):
+        if out and out[-1][1] == c - 1:
+            out[-1][1] = c
+        else:
+            out.append([c, c])
+    return out
+
+
+def pcre2_set(pattern, cps):
+    """Code points the installed PCRE2 matches with ^pattern$ (UTF + UCP)."""
+    import ctypes
+    import ctypes.util
+    lib = ctypes.CDLL(ctypes.util.find_library("pcre2-8") or "libpcre2-8.so.0")
+    lib.pcre2_compile_8.restype = ctypes.c_void_p
+    lib.pcre2_compile_8.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint32,
+                                    ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_size_t),
+                                    ctypes.c_void_p]
+    lib.pcre2_match_data_create_8.restype = ctypes.c_void_p
+    lib.pcre2_match_data_create_8.argtypes = [ctypes.c_uint32, ctypes.c_void_p]
+    lib.pcre2_match_8.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t,
+                                  ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p]
+    err, off = ctypes.c_int(), ctypes.c_size_t()
+    pat = ("^" + pattern + "$").encode()
+    code = lib.pcre2_compile_8(pat, len(pat), 0x00080000 | 0x00020000, ctypes.byref(err),
+                               ctypes.byref(off), None)
+    assert code, pattern
+    md = lib.pcre2_match_data_create_8(1, None)
+    out = set()
+    for c in cps:
+        b = chr(c).encode("utf-8", "surrogatepass")
+        if lib.pcre2_match_8(code, b, len(b), 0, 0, md, None) >= 0:
+            out.add(c)
+    return out
+
+
+def crate_set(pretok, cps, test):
+    return set(c for c in cps if test(pretok.pre_tokenize_str("a" + chr(c) + "a")))
+
+
+def unicode_tables(path):
+    import subprocess
+    import tokenizers
+    from tokenizers import Regex, normalizers, pre_tokenizers as P
+    t0 = time.time()
+    word = crate_set(P.Whitespace(), UNI_CPS, lambda r: len(r) == 1)
+    numeric = crate_set(P.Digits(individual_digits=True), UNI_CPS, lambda r: len(r) == 3)
+    punct = crate_set(P.Punctuation(), UNI_CPS, lambda r: len(r) == 3)
+    low = normalizers.Lowercase()
+    lower = []
+    for c in UNI_CPS:
+        r = low.normalize_str(chr(c))
+        if r != chr(c):
+            lower.append((c, [ord(x) for x in r]))
+    assert all(len(v) <= 2 for _, v in lower)
+    print("classes read off the crate in %.0f s" % (time.time() - t0))
+    props = []
+    for name in UNI_PROPS + ["w"]:
+        pat = "\\w" if name == "w" else "\\p{%s}" % name
+        split = P.Split(Regex("^" + pat + "$"), "removed")
+        crate = set(c for c in UNI_CPS if not split.pre_tokenize_str(chr(c)))
+        mine = pcre2_set(ONIG_W_BASE if name == "w" else pat, UNI_CPS)
+        add, remove = crate - mine, mine - crate
+        props.append((name, ranges_of(add)))
+        print("%-5s +%d -%d" % (pat, len(add), len(remove)))
+    perl = subprocess.run(["perl", "-MUnicode::UCD=prop_invlist", "-e",
+                           'print join(",", prop_invlist("In=9.0"))'],
+                          capture_output=True, text=True, check=True).stdout
+    inv = [int(x) for x in perl.split(",")]
+    in9 = [[inv[i], (inv[i + 1] if i + 1 < len(inv) else 0x110000) - 1] for i in range(0, len(inv), 2)]
+
+    def table(name, rs, what):
+        body = ",\n".join("    {0x%X, 0x%X}" % (a, b) for a, b in rs)
+        return ("/* %s */\nconst tk_urange %s[] = {\n%s,\n};\nconst size_t %s_n = %d;\n\n"
+                % (what, name, body, name, len(rs)))
+
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("/*\n * Generated by scripts/gen_tokenizer_fixtures.py --unicode-tables from the\n"
+                " * tokenizers package %s; do not edit. The crate's Unicode data where txc's\n"
+                " * libraries differ (see tokenizer_impl.h).\n */\n"
+                '#include "hf/tokenizer_impl.h"\n\n' % tokenizers.__version__)
+        f.write(table("tk_ud_word", ranges_of(word),
+                      "Word characters of the Rust regex crate's \\w (Whitespace, single_word)"))
+        f.write(table("tk_ud_numeric", ranges_of(numeric), "char::is_numeric (Digits)"))
+        f.write(table("tk_ud_punct", ranges_of(punct), "The Punctuation pre-tokenizer's is_punc"))
+        f.write(table("tk_ud_in9", in9, "Code points assigned in Unicode 9.0: the normalizers' world"))
+        f.write("/* char::to_lowercase where it changes the character (second code point or 0) */\n"
+                "const tk_ulower tk_ud_lower[] = {\n%s,\n};\nconst size_t tk_ud_lower_n = %d;\n\n"
+                % (",\n".join("    {0x%X, {0x%X, 0x%X}}" % (c, v[0], v[1] if len(v) > 1 else 0)
+                              for c, v in lower), len(lower)))
+        f.write("/* Characters of each class that onig (Unicode 16) has and PCRE2 lacks */\n"
+                "const tk_uprop tk_ud_props[] = {\n")
+        for name, rs in props:
+            frag = "".join(("\\\\x{%X}" % a) if a == b else ("\\\\x{%X}-\\\\x{%X}" % (a, b)) for a, b in rs)
+            f.write('    {"%s", "%s"},\n' % (name, frag))
+        f.write("};\nconst size_t tk_ud_props_n = %d;\n" % len(props))
+    print("wrote %s (%.0f s)" % (path, time.time() - t0))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--shared", default=os.path.join(ROOT, "..", "shared"))
     ap.add_argument("--bench", action="store_true", help="time encode on ~1 MB instead")
+    ap.add_argument("--unicode-tables", action="store_true",
+                    help="write src/hf/tokenizer_unidata.c instead")
     args = ap.parse_args()
     try:
         import tokenizers
     except ImportError:
         sys.exit("needs the `tokenizers` package: python3 -m venv /tmp/tokvenv && "
                  "/tmp/tokvenv/bin/pip install tokenizers")
+    if args.unicode_tables:
+        unicode_tables(os.path.join(ROOT, "src", "hf", "tokenizer_unidata.c"))
+        return
     with open(CORPUS, encoding="utf-8") as f:
         corpus = json.load(f)
 

@@ -74,9 +74,11 @@ bool tk_is_whitespace(uint32_t cp);
 bool tk_is_word_char(uint32_t cp);
 /* Rust char::is_numeric (general category Nd, Nl or No): Digits. */
 bool tk_is_numeric(uint32_t cp);
-/* ASCII punctuation or general category P*: the Punctuation pre-tokenizer. */
+/* ASCII punctuation or general category P* (of the unicode_categories
+ * crate): the Punctuation pre-tokenizer. */
 bool tk_is_punctuation(uint32_t cp);
-/* General category M* (unicode-normalization's is_combining_mark): StripAccents. */
+/* General category M* as of Unicode 9.0 (unicode-normalization's
+ * is_combining_mark): StripAccents. */
 bool tk_is_mark(uint32_t cp);
 /* Start of the UTF-8 character that ends at byte `end` (> 0) of s. */
 static inline size_t tk_utf8_prev(const char *s, size_t end)
@@ -87,10 +89,34 @@ static inline size_t tk_utf8_prev(const char *s, size_t end)
     return k;
 }
 
-/* Unicode normalization forms (utf8proc), in place. */
+/* The crate's own Unicode data where it differs from utf8proc's and
+ * PCRE2's (tokenizer_unidata.c, generated from the tokenizers package by
+ * scripts/gen_tokenizer_fixtures.py --unicode-tables). The crate mixes
+ * versions: Rust's char methods and its regex engines follow Unicode 16, its
+ * normalizers Unicode 9.0, its Punctuation an older table. */
+typedef struct tk_urange {
+    uint32_t lo, hi;
+} tk_urange;
+typedef struct tk_ulower {
+    uint32_t cp, lower[2]; /* lower[1] == 0: one code point */
+} tk_ulower;
+typedef struct tk_uprop {
+    const char *name; /* a general category ("L", "Lu"...) or "w" (onig's \w) */
+    const char *add;  /* PCRE2 class items for the characters PCRE2 lacks */
+} tk_uprop;
+extern const tk_urange tk_ud_word[], tk_ud_numeric[], tk_ud_punct[], tk_ud_in9[];
+extern const size_t tk_ud_word_n, tk_ud_numeric_n, tk_ud_punct_n, tk_ud_in9_n;
+extern const tk_ulower tk_ud_lower[];
+extern const size_t tk_ud_lower_n;
+extern const tk_uprop tk_ud_props[];
+extern const size_t tk_ud_props_n;
+bool tk_urange_has(const tk_urange *r, size_t n, uint32_t c);
+
+/* Unicode normalization forms (utf8proc, restricted to the code points of
+ * Unicode 9.0 as the crate's normalizers: others pass through), in place. */
 typedef enum tk_nf { TK_NFC, TK_NFD, TK_NFKC, TK_NFKD } tk_nf;
 txc_status tk_unicode_normalize(tk_nf form, struct tk_buf *b);
-/* Rust's char::to_lowercase on every character, in place. */
+/* Rust's char::to_lowercase on every character (Unicode 16), in place. */
 txc_status tk_unicode_lowercase(struct tk_buf *b);
 /* String::from_utf8_lossy: each maximal invalid subsequence becomes one
  * U+FFFD. Appends to out. */

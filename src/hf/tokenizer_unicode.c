@@ -8,47 +8,41 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
 
 /* ---- character classes ------------------------------------------------------- */
 
+bool tk_urange_has(const tk_urange *r, size_t n, uint32_t c)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (c < r[mid].lo)
+            hi = mid;
+        else if (c > r[mid].hi)
+            lo = mid + 1;
+        else
+            return true;
+    }
+    return false;
+}
+
 bool tk_is_word_char(uint32_t c)
 {
     if (c < 0x80)
         return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
                c == '_';
-    if (c == 0x200C || c == 0x200D) /* Join_Control */
-        return true;
-    switch (utf8proc_category((utf8proc_int32_t)c)) {
-    case UTF8PROC_CATEGORY_LU:
-    case UTF8PROC_CATEGORY_LL:
-    case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO:
-    case UTF8PROC_CATEGORY_MN:
-    case UTF8PROC_CATEGORY_MC:
-    case UTF8PROC_CATEGORY_ME:
-    case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL:
-    case UTF8PROC_CATEGORY_PC:
-        return true;
-    case UTF8PROC_CATEGORY_SO:
-        /* Other_Alphabetic symbols: the circled and squared Latin letters. */
-        return (c >= 0x24B6 && c <= 0x24E9) || (c >= 0x1F130 && c <= 0x1F149) ||
-               (c >= 0x1F150 && c <= 0x1F169) || (c >= 0x1F170 && c <= 0x1F189);
-    default:
-        return false;
-    }
+    return tk_urange_has(tk_ud_word, tk_ud_word_n, c);
 }
 
 bool tk_is_numeric(uint32_t c)
 {
     if (c < 0x80)
         return c >= '0' && c <= '9';
-    utf8proc_category_t k = utf8proc_category((utf8proc_int32_t)c);
-    return k == UTF8PROC_CATEGORY_ND || k == UTF8PROC_CATEGORY_NL || k == UTF8PROC_CATEGORY_NO;
+    return tk_urange_has(tk_ud_numeric, tk_ud_numeric_n, c);
 }
 
 bool tk_is_punctuation(uint32_t c)
@@ -56,16 +50,25 @@ bool tk_is_punctuation(uint32_t c)
     if (c < 0x80)
         return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') ||
                (c >= '{' && c <= '~');
-    utf8proc_category_t k = utf8proc_category((utf8proc_int32_t)c);
-    return k >= UTF8PROC_CATEGORY_PC && k <= UTF8PROC_CATEGORY_PO;
+    return tk_urange_has(tk_ud_punct, tk_ud_punct_n, c);
 }
+
+static bool in_unicode9(uint32_t c) { return tk_urange_has(tk_ud_in9, tk_ud_in9_n, c); }
 
 bool tk_is_mark(uint32_t c)
 {
     if (c < 0x300)
         return false;
+    /* general categories changed since 9.0: Vedic signs Mc → Lo, the Sharada
+     * sandhi mark Po → Mn */
+    if (c == 0x1CF2 || c == 0x1CF3)
+        return true;
+    if (c == 0x111C9)
+        return false;
     utf8proc_category_t k = utf8proc_category((utf8proc_int32_t)c);
-    return k == UTF8PROC_CATEGORY_MN || k == UTF8PROC_CATEGORY_MC || k == UTF8PROC_CATEGORY_ME;
+    return (k == UTF8PROC_CATEGORY_MN || k == UTF8PROC_CATEGORY_MC ||
+            k == UTF8PROC_CATEGORY_ME) &&
+           in_unicode9(c);
 }
 
 /* ---- normalization ----------------------------------------------------------------- */
@@ -76,6 +79,23 @@ static bool all_ascii(const char *s, size_t n)
         if ((unsigned char)s[i] >= 0x80)
             return false;
     return true;
+}
+
+static txc_status nf_map(const char *s, size_t n, int opt, tk_buf *out)
+{
+    utf8proc_uint8_t *r = NULL;
+    utf8proc_ssize_t k = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &r,
+                                      (utf8proc_option_t)opt);
+    if (k < 0) {
+        free(r);
+        if (k == UTF8PROC_ERROR_NOMEM)
+            return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
+        return txc_error(TXC_ERR_INVALID, "tokenizer: Unicode normalization failed: %s",
+                         utf8proc_errmsg(k));
+    }
+    txc_status st = tk_buf_append(out, r, (size_t)k);
+    free(r);
+    return st;
 }
 
 txc_status tk_unicode_normalize(tk_nf form, tk_buf *b)
@@ -97,20 +117,50 @@ txc_status tk_unicode_normalize(tk_nf form, tk_buf *b)
         opt |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
         break;
     }
-    utf8proc_uint8_t *out = NULL;
-    utf8proc_ssize_t r = utf8proc_map((const utf8proc_uint8_t *)b->p, (utf8proc_ssize_t)b->n, &out,
-                                      (utf8proc_option_t)opt);
-    if (r < 0) {
-        free(out);
-        if (r == UTF8PROC_ERROR_NOMEM)
-            return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
-        return txc_error(TXC_ERR_INVALID, "tokenizer: Unicode normalization failed: %s",
-                         utf8proc_errmsg(r));
+    /* Characters the crate's Unicode 9.0 tables do not know have no
+     * decomposition, combining class 0 and no composition: each one stands
+     * alone, and the text between them is normalized on its own. */
+    tk_buf out = {0};
+    txc_status st = TXC_OK;
+    size_t run = 0;
+    for (size_t i = 0; i < b->n && !st;) {
+        size_t cl;
+        uint32_t c = tk_utf8_decode(b->p + i, &cl);
+        if (c >= 0x80 && !in_unicode9(c)) {
+            if (run < i)
+                st = nf_map(b->p + run, i - run, opt, &out);
+            if (!st)
+                st = tk_buf_append(&out, b->p + i, cl);
+            run = i + cl;
+        }
+        i += cl;
     }
-    b->n = 0;
-    txc_status st = tk_buf_append(b, out, (size_t)r);
-    free(out);
-    return st;
+    if (!st && run < b->n)
+        st = nf_map(b->p + run, b->n - run, opt, &out);
+    if (!st)
+        st = tk_buf_append(&out, "", 0);
+    if (st) {
+        tk_buf_free(&out);
+        return st;
+    }
+    tk_buf_free(b);
+    *b = out;
+    return TXC_OK;
+}
+
+static const tk_ulower *find_lower(uint32_t c)
+{
+    size_t lo = 0, hi = tk_ud_lower_n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (c < tk_ud_lower[mid].cp)
+            hi = mid;
+        else if (c > tk_ud_lower[mid].cp)
+            lo = mid + 1;
+        else
+            return &tk_ud_lower[mid];
+    }
+    return NULL;
 }
 
 txc_status tk_unicode_lowercase(tk_buf *b)
@@ -132,11 +182,13 @@ txc_status tk_unicode_lowercase(tk_buf *b)
         i += cl;
         char enc[8];
         size_t el;
-        if (c == 0x130) { /* the one unconditional multi-character lowercase */
-            memcpy(enc, "i\xCC\x87", 3);
-            el = 3;
+        const tk_ulower *lw = find_lower(c);
+        if (lw) {
+            el = tk_utf8_encode(lw->lower[0], enc);
+            if (lw->lower[1]) /* U+0130: "i" + U+0307 */
+                el += tk_utf8_encode(lw->lower[1], enc + el);
         } else {
-            el = tk_utf8_encode((uint32_t)utf8proc_tolower((utf8proc_int32_t)c), enc);
+            el = tk_utf8_encode(c, enc);
         }
         st = tk_buf_append(&out, enc, el);
     }
@@ -211,11 +263,13 @@ struct tk_regex {
     size_t lit_len;
 };
 
-/* Oniguruma's classes (Unicode, ONIG_SYNTAX_ONIGURUMA) where PCRE2's differ:
- * \s is White_Space (PCRE2 adds U+180E), \w is Alphabetic + Mark +
- * Decimal_Number + Connector_Punctuation + Join_Control (PCRE2 10.42: L, N
- * and '_'), \h is a hex digit (PCRE2: horizontal space). */
-#define ONIG_W "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}"
+/* Oniguruma's classes (Unicode 16, ONIG_SYNTAX_ONIGURUMA) where PCRE2's
+ * differ: \s is White_Space (PCRE2 adds U+180E); \w is Letter, Mark,
+ * Decimal_Number, Connector_Punctuation and some more (PCRE2 10.42: L, N, '_'),
+ * \d is Nd of Unicode 16; \h is a hex
+ * digit (PCRE2: horizontal space); and each \p{..} general category holds
+ * the characters assigned since PCRE2's Unicode version (tk_ud_props). */
+#define ONIG_W "\\p{L}\\p{M}\\p{Nd}\\p{Pc}"
 #define ONIG_H "0-9a-fA-F"
 
 static bool hex4(const char *p, size_t n, size_t i)
@@ -223,9 +277,38 @@ static bool hex4(const char *p, size_t n, size_t i)
     if (i + 4 > n)
         return false;
     for (size_t k = i; k < i + 4; k++)
-        if (!strchr("0123456789abcdefABCDEF", p[k]) || !p[k])
+        if (!p[k] || !strchr("0123456789abcdefABCDEF", p[k]))
             return false;
     return true;
+}
+
+static const char *prop_additions(const char *name, size_t len)
+{
+    for (size_t i = 0; i < tk_ud_props_n; i++)
+        if (strlen(tk_ud_props[i].name) == len && !memcmp(tk_ud_props[i].name, name, len))
+            return tk_ud_props[i].add;
+    return NULL;
+}
+
+/* A class made of PCRE2 items plus additions: "[items add]" outside a class,
+ * "items add" inside one; negated: "[^items add]" outside. Inside a class a
+ * negated one keeps PCRE2's own escape `orig` (its additions cannot be
+ * subtracted there). */
+static txc_status emit_class(tk_buf *out, int depth, bool neg, const char *items, const char *add,
+                             const char *orig, size_t orig_len)
+{
+    txc_status st = TXC_OK;
+    if (depth && neg)
+        return tk_buf_append(out, orig, orig_len);
+    if (!depth)
+        st = tk_buf_append(out, neg ? "[^" : "[", neg ? 2 : 1);
+    if (!st)
+        st = tk_buf_append(out, items, strlen(items));
+    if (!st && add)
+        st = tk_buf_append(out, add, strlen(add));
+    if (!st && !depth)
+        st = tk_buf_append(out, "]", 1);
+    return st;
 }
 
 /* Rewrite an onig pattern for PCRE2; *why says what is not supported
@@ -234,35 +317,45 @@ static txc_status rewrite_pattern(const char *p, size_t n, tk_buf *out, const ch
 {
     txc_status st = TXC_OK;
     int depth = 0; /* inside a character class (onig nests them) */
+    const char *w_add = prop_additions("w", 1);
     for (size_t i = 0; i < n && !st; i++) {
         char c = p[i];
         if (c == '\\' && i + 1 < n) {
             char e = p[i + 1];
-            const char *rep = NULL;
-            if (e == 's')
-                rep = "\\p{WSpace}";
-            else if (e == 'S')
-                rep = "\\P{WSpace}";
-            else if (e == 'w')
-                rep = depth ? ONIG_W : "[" ONIG_W "]";
-            else if (e == 'W' && !depth)
-                rep = "[^" ONIG_W "]";
-            else if (e == 'h')
-                rep = depth ? ONIG_H : "[" ONIG_H "]";
-            else if (e == 'H' && !depth)
-                rep = "[^" ONIG_H "]";
-            if (e == 'u' && hex4(p, n, i + 2)) {
-                /* onig's \uHHHH */
-                char x[12];
-                memcpy(x, "\\x{", 3);
-                memcpy(x + 3, p + i + 2, 4);
-                x[7] = '}';
+            if (e == 's' || e == 'S') {
+                st = emit_class(out, depth, e == 'S', "\\p{WSpace}", NULL, "\\P{WSpace}", 10);
+            } else if (e == 'w' || e == 'W') {
+                st = emit_class(out, depth, e == 'W', ONIG_W, w_add, p + i, 2);
+            } else if (e == 'd' || e == 'D') {
+                st = emit_class(out, depth, e == 'D', "\\p{Nd}", prop_additions("Nd", 2), p + i, 2);
+            } else if (e == 'h' || e == 'H') {
+                st = emit_class(out, depth, e == 'H', ONIG_H, NULL, "\\H", 2);
+            } else if (e == 'u' && hex4(p, n, i + 2)) { /* onig's \uHHHH */
+                char x[8] = {'\\', 'x', '{', p[i + 2], p[i + 3], p[i + 4], p[i + 5], '}'};
                 st = tk_buf_append(out, x, 8);
-                i += 5;
+                i += 4;
+            } else if ((e == 'p' || e == 'P') && i + 2 < n) {
+                /* \pL, \p{L}, \p{^L}, \P{L}: general categories get the newer characters */
+                size_t start = i + 2, end = start + 1, name = start, name_len = 1;
+                bool neg = e == 'P';
+                if (p[start] == '{') {
+                    const char *close = memchr(p + start, '}', n - start);
+                    end = close ? (size_t)(close - p) + 1 : n;
+                    name = start + 1;
+                    if (name < end && p[name] == '^')
+                        neg = !neg, name++;
+                    name_len = close ? (size_t)(close - p) - name : 0;
+                }
+                const char *add = name_len ? prop_additions(p + name, name_len) : NULL;
+                if (add) {
+                    char items[16];
+                    snprintf(items, sizeof items, "\\p{%.*s}", (int)name_len, p + name);
+                    st = emit_class(out, depth, neg, items, add, p + i, end - i);
+                } else {
+                    st = tk_buf_append(out, p + i, end - i);
+                }
+                i = end - 1;
                 continue;
-            }
-            if (rep) {
-                st = tk_buf_append(out, rep, strlen(rep));
             } else {
                 st = tk_buf_append(out, p + i, 2);
             }
