@@ -11,7 +11,9 @@ generation_config.json) and expected.json:
   min_margin  the smallest top-1 minus top-2 score over those 16 steps (the
               seed is chosen so that it is not a near tie)
   inv_freq    the rotary embedding's inv_freq buffer at load (RoPE models)
-  attention_scaling   the RoPE attention factor (yarn's, else 1)
+  attention_scaling   the RoPE attention factor (yarn's, longrope's, else 1)
+  prefix_logits       (dynamic NTK, longrope) the logits of the first PREFIX_LEN
+              tokens alone, a sequence short enough for the unscaled table
 
 Run by hand (not in CI), with PyPI's torch and transformers:
   python3 -m venv --system-site-packages /tmp/venv && /tmp/venv/bin/pip install transformers
@@ -32,6 +34,7 @@ from transformers import AutoConfig, AutoModelForCausalLM
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "arch")
 N_NEW = 16
 PROMPT_LEN = 24
+PREFIX_LEN = 12
 
 # Small shapes: hidden 32, 2 layers, vocab 128 (each fixture well under 200 KB).
 BASE = dict(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -43,7 +46,7 @@ CASES = {
     # the 24-token prompt; for dynamic the threshold is max_position_embeddings (16 too).
     "llama_linear": dict(model_type="llama", tie_word_embeddings=True,
                          rope_scaling={"rope_type": "linear", "factor": 2.0}),
-    "llama_dynamic": dict(model_type="llama", max_position_embeddings=16,
+    "llama_dynamic": dict(model_type="llama", max_position_embeddings=16, _prefix=True,
                           rope_scaling={"rope_type": "dynamic", "factor": 2.0}),
     "llama_llama3": dict(model_type="llama", rope_theta=10000.0, head_dim=16, num_attention_heads=4,
                          rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
@@ -61,6 +64,10 @@ CASES = {
                    attn_logit_softcapping=5.0, final_logit_softcapping=15.0),
     "phi3": dict(model_type="phi3", partial_rotary_factor=0.5, num_attention_heads=2, num_key_value_heads=2,
                  hidden_size=32),
+    "phi3_longrope": dict(model_type="phi3", partial_rotary_factor=0.75, num_attention_heads=2,
+                          num_key_value_heads=2, original_max_position_embeddings=16, _prefix=True,
+                          rope_scaling={"rope_type": "longrope", "short_factor": [1.0, 1.1, 1.3, 1.6, 2.0, 2.5],
+                                        "long_factor": [1.0, 1.5, 2.5, 4.0, 6.0, 9.0]}),
     "gpt2": dict(model_type="gpt2", n_embd=32, n_layer=2, n_head=4, n_positions=64, n_inner=64,
                  vocab_size=128, bos_token_id=1, eos_token_id=2),
 }
@@ -69,6 +76,7 @@ CASES = {
 def make_config(spec):
     spec = dict(spec)
     model_type = spec.pop("model_type")
+    spec.pop("_prefix", None)
     kw = {} if model_type == "gpt2" else dict(BASE)
     kw.update(spec)
     return AutoConfig.for_model(model_type, **kw)
@@ -116,6 +124,8 @@ def run_case(name, spec):
         inv_freq = rot.inv_freq.clone() if rot is not None else None
         scaling = float(rot.attention_scaling) if rot is not None else None
         with torch.no_grad():
+            # the prefix first: a fresh dynamic-NTK model has not grown its table yet
+            prefix = model(ids[:, :PREFIX_LEN]).logits[0].float() if spec.get("_prefix") else None
             logits = model(ids).logits[0].float()
             out = model.generate(ids, max_new_tokens=N_NEW, min_new_tokens=N_NEW, do_sample=False,
                                  eos_token_id=None, pad_token_id=0, output_scores=True,
@@ -146,6 +156,8 @@ def run_case(name, spec):
         "min_margin": f32(min(margins)),
         "logits": [[f32(v) for v in row] for row in logits.tolist()],
     }
+    if prefix is not None:
+        expected["prefix_logits"] = [[f32(v) for v in row] for row in prefix.tolist()]
     if inv_freq is not None:
         expected["inv_freq"] = [float(np.float32(v)) for v in inv_freq.tolist()]
         expected["attention_scaling"] = scaling

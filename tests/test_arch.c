@@ -48,6 +48,7 @@ static const fixture fixtures[] = {
      "sandwich norms, attention + final logit soft-capping, alternating sliding window, query_pre_attn_scalar"},
     {"phi3", "phi3", "fused qkv_proj and gate_up_proj, partial_rotary_factor"},
     {"gpt2", "gpt2", "LayerNorm, learned positions, Conv1D weights, fused c_attn, gelu_new, tied"},
+    {"phi3_longrope", "phi3", "rope_scaling longrope (short/long factors), partial rotary"},
 };
 
 static const char *fixture_dir(const char *name) { return tu_path("%s/tests/fixtures/arch/%s", tu_source_dir(), name); }
@@ -334,6 +335,18 @@ static void check_fixture(const fixture *f)
     assert_int_equal(txc_tensor_size(logits, 1), n);
     assert_int_equal(txc_tensor_size(logits, 2), V);
     check_logits(f->name, txc_tensor_data_ptr(logits), n, V, logits_ref, 0);
+    /* a prefix alone, short enough for the unscaled table (dynamic NTK, longrope) */
+    const cJSON *prefix_ref = cJSON_GetObjectItem(exp, "prefix_logits");
+    if (prefix_ref) {
+        int64_t np = cJSON_GetArraySize(prefix_ref);
+        txc_tensor *pre = txc_model_forward(m, txc_narrow(ids, 1, 0, np), NULL, NULL,
+                                            txc_arange(env, 0, (double)np, 1, TXC_I64), 0);
+        if (!pre)
+            fail_msg("%s: forward: %s", f->name, txc_last_error());
+        char what[96];
+        snprintf(what, sizeof what, "%s (first %lld tokens)", f->name, (long long)np);
+        check_logits(what, txc_tensor_data_ptr(txc_contiguous(pre)), np, V, prefix_ref, 0);
+    }
     txc_env_scope_end(env, mark);
 
     /* 16 greedy tokens: the model's forward with a StaticCache, eager and
@@ -371,6 +384,7 @@ FIXTURE_TEST(9, test_gemma)
 FIXTURE_TEST(10, test_gemma2)
 FIXTURE_TEST(11, test_phi3)
 FIXTURE_TEST(12, test_gpt2)
+FIXTURE_TEST(13, test_phi3_longrope)
 
 /* ---- a fixture copied with its config.json edited ------------------------------- */
 
@@ -420,10 +434,11 @@ static void expect_load_error(const char *name, const char *key, const char *jso
 static void test_unsupported(void **state)
 {
     (void)state;
-    expect_load_error("llama_llama3", "rope_parameters",
-                      "{\"rope_type\": \"longrope\", \"rope_theta\": 10000.0, \"short_factor\": [1,1,1,1,1,1,1,1], "
-                      "\"long_factor\": [1,1,1,1,1,1,1,1], \"original_max_position_embeddings\": 16}",
-                      TXC_ERR_UNSUPPORTED, "rope_scaling of type 'longrope' is not supported");
+    expect_load_error("llama_llama3", "rope_parameters", "{\"rope_type\": \"mrope\", \"factor\": 2.0}",
+                      TXC_ERR_UNSUPPORTED, "rope_scaling of type 'mrope' is not supported");
+    expect_load_error("phi3_longrope", "rope_parameters",
+                      "{\"rope_type\": \"longrope\", \"short_factor\": [1, 1], \"long_factor\": [1, 1]}",
+                      TXC_ERR_FORMAT, "'short_factor' and 'long_factor' of 6 numbers");
     expect_load_error("llama_llama3", "rope_parameters", "{\"rope_type\": \"proportional\", \"factor\": 2.0}",
                       TXC_ERR_UNSUPPORTED, "rope_scaling of type 'proportional'");
     expect_load_error("llama_linear", "model_type", "\"falcon\"", TXC_ERR_UNSUPPORTED,
@@ -675,6 +690,20 @@ static void test_model_facts(void **state)
     assert_int_equal(txc_model_load(fixture_dir("llama_dynamic"), NULL, &m), TXC_OK);
     assert_true(txc_model_max_positions(m) == INT64_MAX); /* dynamic NTK runs past max_position_embeddings */
     txc_model_free(m);
+    /* Phi3Config reads rope type "su" (and "yarn") as longrope */
+    char *dir = copy_fixture("phi3_longrope", "rope_parameters",
+                             "{\"type\": \"su\", \"short_factor\": [1.0, 1.1, 1.3, 1.6, 2.0, 2.5], "
+                             "\"long_factor\": [1.0, 1.5, 2.5, 4.0, 6.0, 9.0]}");
+    txc_model *lr = NULL;
+    assert_int_equal(txc_model_load(dir, NULL, &m), TXC_OK);
+    assert_int_equal(txc_model_load(fixture_dir("phi3_longrope"), NULL, &lr), TXC_OK);
+    assert_memory_equal(txc_tensor_data_ptr(txc_model_rope_inv_freq(m)), txc_tensor_data_ptr(txc_model_rope_inv_freq(lr)),
+                        6 * sizeof(float));
+    assert_true(txc_model_rope_attention_scaling(m) == txc_model_rope_attention_scaling(lr));
+    assert_true(fabs(txc_model_rope_attention_scaling(m) - sqrt(1.5)) < 1e-12); /* sqrt(1 + ln 4 / ln 16) */
+    txc_model_free(m);
+    txc_model_free(lr);
+    tu_rm_rf(dir);
     assert_int_equal(txc_model_load(fixture_dir("gpt2"), NULL, &m), TXC_OK);
     assert_null(txc_model_rope_inv_freq(m));
     assert_string_equal(txc_model_parameter_name(m, 0), "transformer.wte.weight");
@@ -690,7 +719,8 @@ int main(void)
         cmocka_unit_test(test_qwen2_sliding), cmocka_unit_test(test_qwen3),
         cmocka_unit_test(test_mistral),      cmocka_unit_test(test_gemma),
         cmocka_unit_test(test_gemma2),       cmocka_unit_test(test_phi3),
-        cmocka_unit_test(test_gpt2),         cmocka_unit_test(test_unsupported),
+        cmocka_unit_test(test_gpt2),         cmocka_unit_test(test_phi3_longrope),
+        cmocka_unit_test(test_unsupported),
         cmocka_unit_test(test_heads),        cmocka_unit_test(test_config_fields),
         cmocka_unit_test(test_attention_window_softcap),
         cmocka_unit_test(test_model_facts),

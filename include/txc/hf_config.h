@@ -40,6 +40,8 @@ extern "C" {
 #endif
 
 #define TXC_MAX_EOS 8
+/* Longest longrope short_factor / long_factor lists read (rotary_dim / 2). */
+#define TXC_MAX_ROPE_FACTORS 256
 /* Longest layer_types list read (one entry per layer). */
 #define TXC_MAX_LAYER_TYPES 1024
 
@@ -92,6 +94,8 @@ typedef struct txc_hf_config {
     double attention_factor;        /* yarn / longrope (default: computed from factor) */
     double mscale, mscale_all_dim;  /* yarn */
     bool rope_truncate;             /* yarn "truncate", default true */
+    int n_short_factor, n_long_factor; /* longrope's lists (0 when absent) */
+    double short_factor[TXC_MAX_ROPE_FACTORS], long_factor[TXC_MAX_ROPE_FACTORS];
     double partial_rotary_factor;   /* top-level or in rope_parameters; default 1.0; in (0, 1] */
     int64_t sliding_window;         /* 0 when null; absent: 4096 for mistral and gemma2 (their
                                        configs' default), else 0 */

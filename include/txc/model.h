@@ -4,7 +4,8 @@
  * transformers' *ForCausalLM of these model_types, each written once
  * (src/models/: llama.c for the llama-style decoders, gpt2.c, rope.c):
  *   llama    Llama 1-3, SmolLM, TinyLlama: grouped-query attention, RoPE
- *            with rope_scaling default / linear / dynamic / llama3 / yarn,
+ *            with rope_scaling default / linear / dynamic / llama3 / yarn /
+ *            longrope,
  *            attention_bias (q/k/v/o) and mlp_bias;
  *   mistral  + sliding-window attention (sliding_window);
  *   qwen2    + q/k/v biases, sliding window with use_sliding_window from
@@ -16,7 +17,8 @@
  *            and final logit soft-capping, alternating sliding window,
  *            query_pre_attn_scalar;
  *   phi3     fused qkv_proj and gate_up_proj (row blocks, no copy), partial
- *            rotary (partial_rotary_factor), sliding window;
+ *            rotary (partial_rotary_factor), sliding window, longrope (its
+ *            "su"/"yarn" types read as longrope, as Phi3Config);
  *   gpt2     LayerNorm with bias, learned positions (wpe), Conv1D weights
  *            (in, out) used through transposed views, fused c_attn,
  *            gelu_new, tied head.
@@ -59,7 +61,7 @@ typedef struct txc_model_options {
  *                       hidden_act other than silu / gelu /
  *                       gelu_pytorch_tanh / gelu_new / relu, a rope_scaling
  *                       type other than default / linear / dynamic / llama3
- *                       / yarn (longrope...), a layer_types entry other than
+ *                       / yarn / longrope, a layer_types entry other than
  *                       full_attention / sliding_attention,
  *                       use_bidirectional_attention, add_cross_attention,
  *                       tensor dtypes other than f32/f16/bf16. */

@@ -309,6 +309,28 @@ static txc_status rope_double(const jctx *sub, const char *obj, const char *key,
     return TXC_OK;
 }
 
+/* longrope's short_factor / long_factor: lists of numbers. */
+static txc_status rope_factors(const jctx *sub, const char *obj, const char *key, double *out, int *n)
+{
+    *n = 0;
+    const cJSON *v = item(sub, key);
+    if (!v)
+        return TXC_OK;
+    if (!cJSON_IsArray(v))
+        return txc_error(TXC_ERR_FORMAT, "%s: field '%s.%s' is %s, expected a list of numbers", sub->origin, obj, key,
+                         json_kind(v));
+    if (cJSON_GetArraySize(v) > TXC_MAX_ROPE_FACTORS)
+        return txc_error(TXC_ERR_FORMAT, "%s: field '%s.%s' has %d entries (at most %d supported)", sub->origin, obj,
+                         key, cJSON_GetArraySize(v), TXC_MAX_ROPE_FACTORS);
+    for (const cJSON *e = v->child; e; e = e->next) {
+        if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble))
+            return txc_error(TXC_ERR_FORMAT, "%s: field '%s.%s' holds %s, expected numbers", sub->origin, obj, key,
+                             json_kind(e));
+        out[(*n)++] = e->valuedouble;
+    }
+    return TXC_OK;
+}
+
 /* rope_scaling (older key) and rope_parameters (transformers v5): the type
  * and its parameters. rope_scaling wins when both are there (transformers'
  * convert_rope_params_to_dict). */
@@ -373,6 +395,8 @@ static txc_status parse_rope(const jctx *c, txc_hf_config *o, bool theta_found)
             snprintf(field, sizeof field, "%s.original_max_position_embeddings", oname);
             TRY(as_int(c, field, v, &o->original_max_position_embeddings));
         }
+        TRY(rope_factors(&sub, oname, "short_factor", o->short_factor, &o->n_short_factor));
+        TRY(rope_factors(&sub, oname, "long_factor", o->long_factor, &o->n_long_factor));
         v = item(&sub, "truncate");
         if (v) {
             if (!cJSON_IsBool(v))

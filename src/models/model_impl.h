@@ -77,7 +77,7 @@ typedef struct txc_arch {
 } txc_arch;
 
 /* RoPE (LlamaRotaryEmbedding and its ROPE_INIT_FUNCTIONS). */
-typedef enum rope_kind { ROPE_NONE, ROPE_STATIC, ROPE_DYNAMIC } rope_kind;
+typedef enum rope_kind { ROPE_NONE, ROPE_STATIC, ROPE_DYNAMIC, ROPE_LONGROPE } rope_kind;
 
 typedef struct txc_rope {
     rope_kind kind;
@@ -88,6 +88,9 @@ typedef struct txc_rope {
     double base, factor;
     int64_t max_position_embeddings;
     txc_tensor *exponents;     /* float32 (dim / 2): arange(0, dim, 2) / dim (owned) */
+    /* longrope: inv_freq (short_factor) up to original_max_position_embeddings, this one past it */
+    txc_tensor *inv_long;      /* float32 (dim / 2) (owned) */
+    int64_t original_max_position_embeddings;
 } txc_rope;
 
 /* Set up the rotary embedding of `c` (inv_freq exactly as transformers'

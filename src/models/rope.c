@@ -1,7 +1,8 @@
 /*
  * Rotary position embeddings: transformers' LlamaRotaryEmbedding and the
  * rope_scaling types of modeling_rope_utils.py (ROPE_INIT_FUNCTIONS):
- * default, linear, dynamic (NTK), llama3, yarn.
+ * default, linear, dynamic (NTK), llama3, yarn, longrope (Phi-3; its
+ * config's "su" and "yarn" mean longrope, as Phi3Config converts them).
  *
  * The static tables (default, linear, llama3, yarn) are computed at load
  * with transformers' float32 arithmetic, op by op, so the table equals
@@ -16,6 +17,9 @@
  * ops transformers runs (its dynamic_rope_update). transformers also keeps
  * the largest table seen across calls until a short sequence resets it;
  * txc computes it per call, which is the same within one generation.
+ * longrope picks its long_factor table once max(position) + 1 passes
+ * original_max_position_embeddings, short_factor's before (the same
+ * where() transformers runs), so both tables are captured constants.
  */
 #include "models/model_impl.h"
 
@@ -46,6 +50,8 @@ txc_status txc_rope_init(txc_rope *r, const txc_hf_config *c, txc_env *env, bool
     memset(r, 0, sizeof *r);
     r->attention_scaling = 1.0;
     const char *type = c->has_rope_scaling && c->rope_scaling_type[0] ? c->rope_scaling_type : "default";
+    if (strcmp(c->model_type, "phi3") == 0 && (strcmp(type, "su") == 0 || strcmp(type, "yarn") == 0))
+        type = "longrope"; /* Phi3Config's conversion */
     const bool scaled = strcmp(type, "default") != 0;
     /* The default table of llama-style models uses the whole head_dim
      * (compute_default_rope_parameters ignores partial_rotary_factor); the
@@ -68,8 +74,9 @@ txc_status txc_rope_init(txc_rope *r, const txc_hf_config *c, txc_env *env, bool
     r->kind = ROPE_STATIC;
 
     float *inv = calloc((size_t)half, sizeof *inv), *expo = calloc((size_t)half, sizeof *expo);
+    float *inv_long = calloc((size_t)half, sizeof *inv_long);
     txc_status s = TXC_OK;
-    if (!inv || !expo) {
+    if (!inv || !expo || !inv_long) {
         s = txc_error(TXC_ERR_NOMEM, "out of memory (inv_freq)");
         goto out;
     }
@@ -154,18 +161,43 @@ txc_status txc_rope_init(txc_rope *r, const txc_hf_config *c, txc_env *env, bool
             inv[i] = a + b;
         }
         r->attention_scaling = af;
+    } else if (strcmp(type, "longrope") == 0) {
+        int64_t ompe = c->original_max_position_embeddings ? c->original_max_position_embeddings
+                                                             : c->max_position_embeddings;
+        if (c->n_short_factor != half || c->n_long_factor != half) {
+            s = txc_error(TXC_ERR_FORMAT, "config.json: rope_scaling of type 'longrope' needs 'short_factor' and "
+                                          "'long_factor' of %lld numbers (rotary dimension / 2); got %d and %d",
+                          (long long)half, c->n_short_factor, c->n_long_factor);
+            goto out;
+        }
+        double f = factor > 0 ? factor : (double)c->max_position_embeddings / (double)ompe;
+        double af = c->attention_factor;
+        if (!(af > 0))
+            af = f <= 1.0 ? 1.0 : sqrt(1 + log(f) / log((double)ompe));
+        /* 1.0 / (ext_factors * base ** (arange(0, dim, 2).float() / dim)) */
+        for (int64_t i = 0; i < half; i++) {
+            float p = powf(basef, expo[i]);
+            inv[i] = 1.0f / ((float)c->short_factor[i] * p);
+            inv_long[i] = 1.0f / ((float)c->long_factor[i] * p);
+        }
+        r->kind = ROPE_LONGROPE;
+        r->attention_scaling = af;
+        r->original_max_position_embeddings = ompe;
     } else {
         s = txc_error(TXC_ERR_UNSUPPORTED, "config.json: rope_scaling of type '%s' is not supported (supported: "
-                                           "default, linear, dynamic, llama3, yarn)", type);
+                                           "default, linear, dynamic, llama3, yarn, longrope)", type);
         goto out;
     }
     if (!(r->inv_freq = table(env, inv, half)))
         s = txc_last_status();
     else if (r->kind == ROPE_DYNAMIC && !(r->exponents = table(env, expo, half)))
         s = txc_last_status();
+    else if (r->kind == ROPE_LONGROPE && !(r->inv_long = table(env, inv_long, half)))
+        s = txc_last_status();
 out:
     free(inv);
     free(expo);
+    free(inv_long);
     if (s != TXC_OK)
         txc_rope_free(r);
     return s;
@@ -175,7 +207,8 @@ void txc_rope_free(txc_rope *r)
 {
     txc_tensor_release(r->inv_freq);
     txc_tensor_release(r->exponents);
-    r->inv_freq = r->exponents = NULL;
+    txc_tensor_release(r->inv_long);
+    r->inv_freq = r->exponents = r->inv_long = NULL;
 }
 
 static txc_status move(txc_tensor **t, txc_device device)
@@ -193,7 +226,9 @@ static txc_status move(txc_tensor **t, txc_device device)
 txc_status txc_rope_to(txc_rope *r, txc_device device)
 {
     txc_status s = move(&r->inv_freq, device);
-    return s == TXC_OK ? move(&r->exponents, device) : s;
+    if (s == TXC_OK)
+        s = move(&r->exponents, device);
+    return s == TXC_OK ? move(&r->inv_long, device) : s;
 }
 
 /* dynamic_frequency_update + _compute_dynamic_ntk_parameters, in the graph:
@@ -221,7 +256,16 @@ txc_status txc_rope_cos_sin(const txc_rope *r, txc_tensor *position_ids, txc_ten
                             txc_tensor **sin)
 {
     *cos = *sin = NULL;
-    txc_tensor *inv = r->kind == ROPE_DYNAMIC ? dynamic_inv_freq(r, seq_positions) : r->inv_freq;
+    txc_tensor *inv = r->inv_freq;
+    if (r->kind == ROPE_DYNAMIC) {
+        inv = dynamic_inv_freq(r, seq_positions);
+    } else if (r->kind == ROPE_LONGROPE) { /* longrope_frequency_update */
+        const int64_t one = 1;
+        txc_tensor *seq = txc_add_scalar(txc_unsqueeze(txc_max_all(seq_positions), 0), 1);
+        txc_tensor *ompe = txc_full(txc_tensor_env(position_ids), 1, &one,
+                                    (double)r->original_max_position_embeddings, TXC_I64);
+        inv = txc_where(txc_gt(seq, ompe), r->inv_long, r->inv_freq);
+    }
     /* freqs = position_ids[..., None].float() * inv_freq; emb = cat(freqs, freqs) */
     txc_tensor *pos = txc_unsqueeze(txc_to_dtype(position_ids, TXC_F32), -1); /* (B, L, 1) */
     txc_tensor *freqs = txc_mul(pos, inv);                                    /* (B, L, dim/2) */
