@@ -19,6 +19,7 @@ Run by hand (not in CI), with PyPI's torch and transformers:
   python3 -m venv --system-site-packages /tmp/venv && /tmp/venv/bin/pip install transformers
   /tmp/venv/bin/python scripts/gen_arch_fixtures.py [names...]
 """
+import importlib
 import json
 import math
 import os
@@ -169,10 +170,64 @@ def run_case(name, spec):
           f"tensors {len(keys)}")
 
 
+# RoPE tables of real checkpoints' configs (no weights): the inv_freq buffer and
+# attention scaling transformers computes at load, in tests/fixtures/arch/rope_tables.json.
+ROPE_CONFIGS = {
+    "Llama-3.2-1B": dict(model_type="llama", hidden_size=2048, num_attention_heads=32, num_key_value_heads=8,
+                         head_dim=64, max_position_embeddings=131072, rope_theta=500000.0,
+                         rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                                       "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+    "Llama-3.1-8B": dict(model_type="llama", hidden_size=4096, num_attention_heads=32, num_key_value_heads=8,
+                         max_position_embeddings=131072, rope_theta=500000.0,
+                         rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                       "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}),
+    "Qwen2.5-7B-yarn": dict(model_type="qwen2", hidden_size=3584, num_attention_heads=28, num_key_value_heads=4,
+                            max_position_embeddings=131072, rope_theta=1000000.0,
+                            rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                          "original_max_position_embeddings": 32768}),
+    "yarn-mscale": dict(model_type="llama", hidden_size=2048, num_attention_heads=16, max_position_embeddings=163840,
+                        rope_theta=10000.0,
+                        rope_scaling={"rope_type": "yarn", "factor": 40.0, "original_max_position_embeddings": 4096,
+                                      "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 0.707}),
+    "linear-codellama": dict(model_type="llama", hidden_size=4096, num_attention_heads=32, rope_theta=1000000.0,
+                             max_position_embeddings=16384, rope_scaling={"rope_type": "linear", "factor": 4.0}),
+    "SmolLM2-135M": dict(model_type="llama", hidden_size=576, num_attention_heads=9, num_key_value_heads=3,
+                         max_position_embeddings=8192, rope_theta=100000.0),
+    "Phi-3-mini-128k": dict(model_type="phi3", hidden_size=3072, num_attention_heads=32, max_position_embeddings=131072,
+                            original_max_position_embeddings=4096, rope_theta=10000.0,
+                            rope_scaling={"type": "longrope",
+                                          "short_factor": [1.0 + 0.05 * i for i in range(48)],
+                                          "long_factor": [1.0 + 0.9 * i for i in range(48)]}),
+}
+
+
+def rope_tables():
+    out = {}
+    for name, spec in ROPE_CONFIGS.items():
+        spec = dict(spec)
+        mt = spec.pop("model_type")
+        kw = dict(vocab_size=256, intermediate_size=64, num_hidden_layers=1, pad_token_id=0)
+        kw.update(spec)
+        cfg = AutoConfig.for_model(mt, **kw)
+        module = importlib.import_module(f"transformers.models.{mt}.modeling_{mt}")
+        rot_cls = next(getattr(module, n) for n in dir(module) if n.endswith("RotaryEmbedding"))
+        rot = rot_cls(cfg)
+        cfg_dict = json.loads(cfg.to_json_string(use_diff=True))
+        out[name] = {"config": cfg_dict, "inv_freq": [float(np.float32(v)) for v in rot.inv_freq.tolist()],
+                     "attention_scaling": float(rot.attention_scaling)}
+        print(f"rope table {name}: {len(out[name]['inv_freq'])} entries, scaling {rot.attention_scaling}")
+    with open(os.path.join(ROOT, "rope_tables.json"), "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+
+
 def main():
-    names = sys.argv[1:] or list(CASES)
+    names = sys.argv[1:] or list(CASES) + ["rope_tables"]
     for n in names:
-        run_case(n, CASES[n])
+        if n == "rope_tables":
+            rope_tables()
+        else:
+            run_case(n, CASES[n])
 
 
 if __name__ == "__main__":

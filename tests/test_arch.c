@@ -24,6 +24,7 @@
 #include "txc/ops.h"
 #include "txc/safetensors.h"
 #include "txc/tree.h"
+#include "models/model_impl.h"
 
 #define N_NEW 16
 #define RTOL 1e-4
@@ -669,6 +670,61 @@ static void test_attention_window_softcap(void **state)
     txc_env_scope_end(env, mark);
 }
 
+/* RoPE tables of real checkpoints' configs (Llama 3.1/3.2 llama3, Qwen2.5
+ * yarn, yarn with mscale, linear, default, Phi-3 longrope) against
+ * transformers' inv_freq buffers (tests/fixtures/arch/rope_tables.json).
+ * Every step but pow is IEEE float32 as torch's; torch's pow is SLEEF's
+ * (within 1 ulp), txc's powf is correctly rounded: entries equal, or one
+ * ulp apart where SLEEF rounds the other way. */
+static int64_t ulp_diff(float a, float b)
+{
+    int32_t ia, ib;
+    memcpy(&ia, &a, 4);
+    memcpy(&ib, &b, 4);
+    return ia > ib ? (int64_t)ia - ib : (int64_t)ib - ia;
+}
+
+static void test_rope_tables(void **state)
+{
+    (void)state;
+    cJSON *all = tu_load_json("tests/fixtures/arch/rope_tables.json");
+    const cJSON *e;
+    int total = 0, off_by_one = 0;
+    cJSON_ArrayForEach(e, all)
+    {
+        char *text = cJSON_PrintUnformatted(cJSON_GetObjectItem(e, "config"));
+        txc_hf_config c;
+        txc_clear_error();
+        if (txc_hf_config_parse(text, strlen(text), e->string, &c) != TXC_OK)
+            fail_msg("%s: %s", e->string, txc_last_error());
+        free(text);
+        txc_rope r;
+        if (txc_rope_init(&r, &c, txc_env_active(), strcmp(c.model_type, "phi3") == 0) != TXC_OK)
+            fail_msg("%s: %s", e->string, txc_last_error());
+        const cJSON *want = cJSON_GetObjectItem(e, "inv_freq");
+        assert_int_equal(txc_tensor_numel(r.inv_freq), cJSON_GetArraySize(want));
+        const float *got = txc_tensor_data_ptr(r.inv_freq);
+        for (int i = 0; i < cJSON_GetArraySize(want); i++) {
+            float w = (float)cJSON_GetArrayItem(want, i)->valuedouble;
+            int64_t d = ulp_diff(got[i], w);
+            /* the llama3 tables of Llama 3.1 / 3.2 (and plain RoPE) are exact */
+            bool exact = strncmp(e->string, "Llama-3", 7) == 0 || strncmp(e->string, "SmolLM", 6) == 0;
+            if (d > (exact ? 0 : 1))
+                fail_msg("%s: inv_freq[%d] = %.9g, transformers %.9g", e->string, i, got[i], w);
+            total++;
+            off_by_one += d == 1;
+            if (d == 1)
+                printf("  rope table %s: inv_freq[%d] one ulp from transformers' (SLEEF pow)\n", e->string, i);
+        }
+        double sc = cJSON_GetObjectItem(e, "attention_scaling")->valuedouble;
+        if (fabs(r.attention_scaling - sc) > 1e-12 * sc)
+            fail_msg("%s: attention scaling %.17g, transformers %.17g", e->string, r.attention_scaling, sc);
+        txc_rope_free(&r);
+    }
+    printf("  rope tables: %d entries, %d equal, %d one ulp apart\n", total, total - off_by_one, off_by_one);
+    cJSON_Delete(all);
+}
+
 /* What the models report: windows per layer, positions. */
 static void test_model_facts(void **state)
 {
@@ -722,7 +778,7 @@ int main(void)
         cmocka_unit_test(test_gpt2),         cmocka_unit_test(test_phi3_longrope),
         cmocka_unit_test(test_unsupported),
         cmocka_unit_test(test_heads),        cmocka_unit_test(test_config_fields),
-        cmocka_unit_test(test_attention_window_softcap),
+        cmocka_unit_test(test_attention_window_softcap), cmocka_unit_test(test_rope_tables),
         cmocka_unit_test(test_model_facts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -61,8 +61,9 @@ static txc_tensor *gpt2_forward(txc_model *m, txc_tensor *const *params, txc_ten
     double eps = c->layer_norm_epsilon;
     if (!position_ids)
         position_ids = txc_expand(txc_unsqueeze(cache_position, 0), 2, (int64_t[]){B, L});
-    txc_tensor *h = txc_add(txc_embedding(W(m->g[G_EMBED]), input_ids), txc_embedding(W(m->g[G_POS_EMBED]),
-                                                                                       position_ids));
+    /* token + position embeddings, float32 activations whatever the weights' dtype */
+    txc_tensor *h = txc_add(txc_to_dtype(txc_embedding(W(m->g[G_EMBED]), input_ids), TXC_F32),
+                            txc_to_dtype(txc_embedding(W(m->g[G_POS_EMBED]), position_ids), TXC_F32));
     txc_tensor *query_pos = cache ? cache_position : txc_arange(m->env, 0, (double)L, 1, TXC_I64);
     for (int64_t l = 0; l < c->num_hidden_layers && h; l++) {
         const int *P = m->layer[l];
