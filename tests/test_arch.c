@@ -247,6 +247,7 @@ static bool generate_tokens(txc_model *m, const char *name, const int32_t *promp
             strstr(txc_last_error(), "max_cache_len")) { /* the cache is capped at max_position_embeddings */
             printf("  note: %s: txc_generate declines (%s); checked through the model's forward\n", name,
                    txc_last_error());
+            printf("ARCH-GENERATE-DECLINES|%s|%s\n", name, txc_last_error());
             return false;
         }
     }
@@ -255,6 +256,7 @@ static bool generate_tokens(txc_model *m, const char *name, const int32_t *promp
     if (r.n_new < N_NEW && r.stop_reason && strcmp(r.stop_reason, "max_position_embeddings") == 0) {
         printf("  note: %s: txc_generate stops at max_position_embeddings; checked through the model's forward\n",
                name);
+        printf("ARCH-GENERATE-DECLINES|%s|generate stops at max_position_embeddings\n", name);
         txc_generate_result_free(&r);
         return false;
     }
