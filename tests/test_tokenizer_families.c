@@ -11,6 +11,7 @@
 #include "testutil.h"
 
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -609,6 +610,61 @@ static void test_encode_speed(void **state)
     cJSON_Delete(ref);
 }
 
+/* ---- threads ---------------------------------------------------------------------------------- */
+
+typedef struct encode_job {
+    const txc_tokenizer *t;
+    const char *text;
+    size_t len;
+    int32_t *ids;
+    size_t n;
+    txc_status st;
+} encode_job;
+
+static void *encode_thread(void *arg)
+{
+    encode_job *j = arg;
+    j->st = txc_tokenizer_encode(j->t, j->text, j->len, true, &j->ids, &j->n);
+    return NULL;
+}
+
+/* A tokenizer is immutable: encodes from many threads at once give the same
+ * ids as one (the regex match data and the BPE cache are per call). */
+static void test_threads(void **state)
+{
+    (void)state;
+    txc_tokenizer *t = load(tok_dir("llama3"));
+    size_t len;
+    char *text = bench_text(&len);
+    len /= 4;
+    while (len && ((unsigned char)text[len] & 0xC0) == 0x80)
+        len--;
+    int32_t *want, *want1;
+    size_t n_want, n_want1;
+    encode(t, text, len, true, &want, &n_want);
+    encode(t, text + 1, len - 1, true, &want1, &n_want1);
+    enum { N = 4 };
+    encode_job jobs[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        jobs[i] = (encode_job){.t = t, .text = text + (i % 2), .len = len - (i % 2)};
+        assert_int_equal(pthread_create(&th[i], NULL, encode_thread, &jobs[i]), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        assert_int_equal(jobs[i].st, TXC_OK);
+        const int32_t *w = i % 2 ? want1 : want;
+        size_t wn = i % 2 ? n_want1 : n_want;
+        assert_int_equal(jobs[i].n, wn);
+        assert_memory_equal(jobs[i].ids, w, wn * sizeof *w);
+        free(jobs[i].ids);
+    }
+    free(want);
+    free(want1);
+    free(text);
+    txc_tokenizer_free(t);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -643,6 +699,7 @@ int main(void)
         cmocka_unit_test(test_bytelevel),
         cmocka_unit_test(test_unsupported),
         cmocka_unit_test(test_regex_classes),
+        cmocka_unit_test(test_threads),
         cmocka_unit_test(test_encode_speed),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
