@@ -280,7 +280,8 @@ static bool file_has_tensor(const char *dir, const char *name)
 
 static void check_fixture(const fixture *f)
 {
-    const char *dir = fixture_dir(f->name);
+    char dir[512]; /* tu_path's buffers rotate */
+    snprintf(dir, sizeof dir, "%s", fixture_dir(f->name));
     cJSON *exp = load_expected(f->name);
     txc_model *m = NULL;
     txc_clear_error();
@@ -727,6 +728,65 @@ static void test_rope_tables(void **state)
     cJSON_Delete(all);
 }
 
+/* GPT-2 checkpoints on the Hub are GPT2Model's: "h.0.attn.c_attn.weight",
+ * "wte.weight" (no "transformer." prefix). The fixture's tensors renamed
+ * so must load to the same model (same logits). */
+static void test_base_model_names(void **state)
+{
+    (void)state;
+    char src[512]; /* tu_path's buffers rotate */
+    snprintf(src, sizeof src, "%s", fixture_dir("gpt2"));
+    size_t n;
+    unsigned char *st = (unsigned char *)tu_read_file(tu_path("%s/model.safetensors", src), &n);
+    assert_non_null(st);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | st[i];
+    char *htext = malloc(hlen + 1);
+    memcpy(htext, st + 8, hlen);
+    htext[hlen] = 0;
+    cJSON *h = cJSON_Parse(htext);
+    free(htext);
+    assert_non_null(h);
+    for (cJSON *e = h->child; e; e = e->next)
+        if (strncmp(e->string, "transformer.", 12) == 0)
+            memmove(e->string, e->string + 12, strlen(e->string + 12) + 1);
+    char *nh = cJSON_PrintUnformatted(h);
+    cJSON_Delete(h);
+    size_t nlen = strlen(nh), padded = (nlen + 7) / 8 * 8, data = n - 8 - hlen;
+    unsigned char *out = malloc(8 + padded + data);
+    for (int i = 0; i < 8; i++)
+        out[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+    memcpy(out + 8, nh, nlen);
+    memset(out + 8 + nlen, ' ', padded - nlen);
+    memcpy(out + 8 + padded, st + 8 + hlen, data);
+    free(nh);
+    char *dir = copy_fixture("gpt2", NULL, NULL);
+    assert_int_equal(tu_write_file(tu_path("%s/model.safetensors", dir), out, 8 + padded + data), 0);
+    free(out);
+    free(st);
+    txc_model *a = NULL, *b = NULL;
+    assert_int_equal(txc_model_load(src, NULL, &a), TXC_OK);
+    txc_clear_error();
+    if (txc_model_load(dir, NULL, &b) != TXC_OK)
+        fail_msg("GPT2Model names: %s", txc_last_error());
+    assert_true(file_has_tensor(dir, "h.0.attn.c_attn.weight"));
+    assert_int_equal(txc_model_num_parameters(a), txc_model_num_parameters(b));
+    txc_env *env = txc_model_env(a);
+    int mark = txc_env_scope_begin(env);
+    txc_tensor *ids = txc_arange(env, 3, 11, 1, TXC_I64);
+    ids = txc_unsqueeze(ids, 0);
+    txc_tensor *pos = txc_arange(env, 0, 8, 1, TXC_I64);
+    txc_tensor *la = txc_model_forward(a, ids, NULL, NULL, pos, 0), *lb = txc_model_forward(b, ids, NULL, NULL, pos, 0);
+    assert_non_null(la);
+    assert_non_null(lb);
+    assert_memory_equal(txc_tensor_data_ptr(la), txc_tensor_data_ptr(lb), sizeof(float) * (size_t)txc_tensor_numel(la));
+    txc_env_scope_end(env, mark);
+    txc_model_free(a);
+    txc_model_free(b);
+    tu_rm_rf(dir);
+}
+
 /* What the models report: windows per layer, positions. */
 static void test_model_facts(void **state)
 {
@@ -781,6 +841,7 @@ int main(void)
         cmocka_unit_test(test_unsupported),
         cmocka_unit_test(test_heads),        cmocka_unit_test(test_config_fields),
         cmocka_unit_test(test_attention_window_softcap), cmocka_unit_test(test_rope_tables),
+        cmocka_unit_test(test_base_model_names),
         cmocka_unit_test(test_model_facts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
