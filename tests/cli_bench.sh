@@ -23,7 +23,7 @@ if [ $rc -eq 0 ] && [ ! -s "$tmp/err" ]; then ok "bench --model (rc 0, quiet std
 grep -q "^model: .*stories260K, 260,032 parameters" "$tmp/table" && ok "header: model" || bad "header: model"
 grep -q "^dtype: float32 weights in the files; in memory: float32" "$tmp/table" && ok "header: dtype" \
   || bad "header: dtype"
-grep -q "^threads: 1; machine: .*, [0-9]* cores" "$tmp/table" && ok "header: threads, machine" \
+grep -q "^threads: [0-9]*; machine: .*, [0-9]* cores" "$tmp/table" && ok "header: threads, machine" \
   || bad "header: machine"
 grep -q '^prompt: "Once upon a time" (5 tokens); 32 new tokens per mode' "$tmp/table" && ok "header: prompt" \
   || bad "header: prompt"
@@ -69,7 +69,7 @@ elif ! command -v python3 >/dev/null; then
 else
   bad "--json does not parse"
 fi
-for field in '"model":"stories260k"' '"source":"synthetic"' '"machine":{"cpu":"' '"cores":' '"threads":1' \
+for field in '"model":"stories260k"' '"source":"synthetic"' '"machine":{"cpu":"' '"cores":' '"threads":' \
   '"parameters":260032' '"weights_in_memory":"float32"' '"tokens_agree":true' '"prompt_tokens":8' '"new_tokens":24'; do
   grep -qF "$field" "$tmp/json" && ok "json field $field" || bad "json field $field missing"
 done
@@ -163,7 +163,9 @@ expect_error "past max_position_embeddings" "exceed max_position_embeddings 512"
   "$TXC" bench --synthetic stories260k --new-tokens 600
 expect_error "bad --dtype" "--dtype expects f32, bf16 or f16, got 'int8'" \
   "$TXC" bench --synthetic stories260k --dtype int8
-expect_error "--dtype with --model" "--dtype applies to --synthetic" "$TXC" bench --model "$MODEL" --dtype bf16
+"$TXC" bench --model "$MODEL" --dtype bf16 --new-tokens 4 --modes jit-static >"$tmp/mb" 2>&1 \
+  && grep -q "in memory: float32+bfloat16;" "$tmp/mb" && ok "--dtype with --model converts at load" \
+  || bad "--dtype with --model: $(cat "$tmp/mb")"
 expect_error "--prompt with --synthetic" "--prompt needs --model" "$TXC" bench --synthetic stories260k --prompt hi
 expect_error "neither model nor synthetic" "exactly one of --model DIR or --synthetic NAME" "$TXC" bench
 expect_error "both model and synthetic" "exactly one of" "$TXC" bench --model "$MODEL" --synthetic stories260k

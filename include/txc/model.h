@@ -48,6 +48,14 @@ typedef struct txc_model txc_model;
 
 typedef struct txc_model_options {
     txc_env *env; /* NULL: the active env */
+    /* The weights in memory: by default each keeps its file dtype (f32,
+     * bf16, f16; zero copy from the mmap where aligned); with convert_dtype
+     * the 2-d weights are converted once to `dtype` (f32, bf16 or f16).
+     * 1-d parameters (norms, biases) are float32 either way, and so are
+     * the activations: linear multiplies half weights with float32
+     * accumulation. */
+    bool convert_dtype;
+    txc_dtype dtype;
 } txc_model_options;
 
 /* Load a Hugging Face model folder: config.json, model.safetensors (or a

@@ -141,8 +141,10 @@ static const txc_st_tensor *find_tensor(const txc_safetensors *st, const char *n
 }
 
 /* Find `name`, check its shape against what config.json implies (`why`
- * names the config fields), and wrap it as a float32 tensor: zero copy for
- * f32, converted once for f16/bf16. */
+ * names the config fields), and wrap it: in its file dtype, zero copy where
+ * aligned (txc_model_options.convert_dtype: converted once to its dtype);
+ * 1-d parameters (norms, biases) are always float32 (tiny, and read by
+ * elementwise ops whose results must stay float32). */
 static txc_status load_param(txc_model *m, const txc_safetensors *st, const char *name, int ndim,
                              const int64_t *shape, const char *why, int *out)
 {
@@ -174,8 +176,9 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
         return txc_last_status();
     txc_tensor *w = txc_tensor_wrap(m->env, arr);
     txc_array_release(arr);
-    if (w && t->dtype != TXC_F32) { /* float32 compute for now: convert once */
-        txc_tensor *c = txc_to_dtype(w, TXC_F32);
+    txc_dtype want = ndim == 1 ? TXC_F32 : m->convert_dtype ? m->weights_dtype : t->dtype;
+    if (w && t->dtype != want) { /* converted once */
+        txc_tensor *c = txc_to_dtype(w, want);
         txc_tensor_release(w);
         w = c;
     }
@@ -354,6 +357,15 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
     if (!m)
         return txc_error(TXC_ERR_NOMEM, "out of memory (model)");
     m->env = opts && opts->env ? opts->env : txc_env_active();
+    if (opts && opts->convert_dtype) {
+        if (opts->dtype != TXC_F32 && opts->dtype != TXC_BF16 && opts->dtype != TXC_F16) {
+            free(m);
+            return txc_error(TXC_ERR_INVALID, "model options: dtype %s is not a weights dtype (float32, bfloat16, "
+                                              "float16)", txc_dtype_name(opts->dtype));
+        }
+        m->convert_dtype = true;
+        m->weights_dtype = opts->dtype;
+    }
     txc_status s = txc_hf_config_load(dir, &m->config);
     const txc_hf_config *c = &m->config;
     if (s == TXC_OK)
@@ -516,6 +528,8 @@ static txc_tensor *decoder_forward(txc_model *m, txc_tensor *const *params, txc_
         position_ids = txc_expand(txc_unsqueeze(cache_position, 0), 2, (int64_t[]){B, L});
 
     txc_tensor *h = txc_embedding(W(m->g[G_EMBED]), input_ids); /* (B, L, H) */
+    if (h && txc_tensor_dtype(h) != TXC_F32) /* bf16/f16 weights: float32 activations */
+        h = txc_to_dtype(h, TXC_F32);
     if (m->arch->scale_embeddings) /* the normalizer, sqrt(hidden_size) in the hidden dtype */
         h = txc_mul_scalar(h, (float)sqrt((double)c->hidden_size));
 

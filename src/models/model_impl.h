@@ -127,6 +127,8 @@ struct txc_model {
     double attn_scale;          /* softmax scale (before per-layer factors) */
     double attn_softcap, final_softcap; /* tanh soft-capping of scores / logits, 0 = none */
     int64_t max_positions;      /* see txc_model_max_positions */
+    bool convert_dtype;         /* txc_model_options: 2-d weights converted to weights_dtype at load */
+    txc_dtype weights_dtype;
 };
 
 /* The activation of config.hidden_act (silu, gelu, gelu_pytorch_tanh,

@@ -8,9 +8,12 @@
  *   txc_kern_gemm_nn: C[i,j] = sum_k A[i,k] * B[k,j]  (B row-major)
  * On x86-64 CPUs with AVX2+FMA+F16C the tiles use 256-bit FMAs (4x4 output
  * tiles of dot products for NT, 4 rows x 16 columns of broadcast-FMAs for
- * NN), chosen at run time; elsewhere a portable C path runs. No threads yet.
+ * NN), chosen at run time; elsewhere a portable C path runs. Large GEMMs
+ * split their output columns over the thread pool (txc/threads.h) with
+ * results identical to one thread.
  */
 #include "ops/kernels.h"
+#include "txc/threads.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -477,16 +480,9 @@ DT_DISPATCH(TXC_AVX512, nn_avx512, nn_blocked512)
 
 /* ---- GEMM entry points ------------------------------------------------------------- */
 
-void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
-                      txc_dtype bdt, int64_t ldb, float *C, int64_t ldc)
+static void gemm_nt_serial(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                           txc_dtype bdt, int64_t ldb, float *C, int64_t ldc)
 {
-    if (M <= 0 || N <= 0)
-        return;
-    if (K <= 0) {
-        for (int64_t i = 0; i < M; i++)
-            memset(C + i * ldc, 0, (size_t)N * sizeof(float));
-        return;
-    }
 #if TXC_HAVE_X86
     const int simd = txc_kern_simd_level();
     if (simd >= 1) {
@@ -525,16 +521,9 @@ void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
     gemm_nt_generic(M, N, K, A, lda, B, bdt, ldb, C, ldc);
 }
 
-void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
-                      txc_dtype bdt, int64_t ldb, float *C, int64_t ldc)
+static void gemm_nn_serial(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                           txc_dtype bdt, int64_t ldb, float *C, int64_t ldc)
 {
-    if (M <= 0 || N <= 0)
-        return;
-    if (K <= 0) {
-        for (int64_t i = 0; i < M; i++)
-            memset(C + i * ldc, 0, (size_t)N * sizeof(float));
-        return;
-    }
 #if TXC_HAVE_X86
     const int simd = txc_kern_simd_level();
     if (simd >= 1) {
@@ -543,6 +532,83 @@ void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
     }
 #endif
     gemm_nn_generic(M, N, K, A, lda, B, bdt, ldb, C, ldc);
+}
+
+/* ---- threads: the output columns (the weight's rows for NT) in one slice
+ * per thread. A column's result does not depend on the slice it is in:
+ * slices start at multiples of the kernels' column tiles (4 and the L2
+ * blocks' multiples of 4 for NT, 16/64 for NN), so the tiles, and the
+ * order of every sum, are those of one thread. ----------------------------------- */
+
+/* Below this many multiply-adds a GEMM runs on the calling thread. */
+#define PAR_MIN_MACS (64 * 1024)
+
+typedef struct gemm_job {
+    bool nn;
+    int64_t M, N, K, chunk;
+    const float *A;
+    int64_t lda, ldb, ldc;
+    const char *B;
+    txc_dtype bdt;
+    float *C;
+} gemm_job;
+
+static void gemm_task(void *ctx, int64_t t)
+{
+    const gemm_job *j = ctx;
+    int64_t n0 = t * j->chunk, n = j->N - n0 < j->chunk ? j->N - n0 : j->chunk;
+    if (n <= 0)
+        return;
+    size_t es = bsize(j->bdt);
+    if (j->nn)
+        gemm_nn_serial(j->M, n, j->K, j->A, j->lda, j->B + (size_t)n0 * es, j->bdt, j->ldb, j->C + n0, j->ldc);
+    else
+        gemm_nt_serial(j->M, n, j->K, j->A, j->lda, j->B + (size_t)(n0 * j->ldb) * es, j->bdt, j->ldb, j->C + n0,
+                       j->ldc);
+}
+
+static pthread_once_t exit_hook_once = PTHREAD_ONCE_INIT;
+static void set_exit_hook(void) { txc_threads_set_worker_exit(txc_scratch_free_all); }
+
+static void gemm(bool nn, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B, txc_dtype bdt,
+                 int64_t ldb, float *C, int64_t ldc)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    if (K <= 0) {
+        for (int64_t i = 0; i < M; i++)
+            memset(C + i * ldc, 0, (size_t)N * sizeof(float));
+        return;
+    }
+    const int64_t align = nn ? 64 : 16;
+    int threads = txc_threads_get();
+    if (threads > 1 && (double)M * (double)N * (double)K >= PAR_MIN_MACS && N >= 2 * align) {
+        int64_t chunk = (N + threads - 1) / threads;
+        chunk = (chunk + align - 1) / align * align;
+        int64_t n_tasks = (N + chunk - 1) / chunk;
+        if (n_tasks > 1) {
+            pthread_once(&exit_hook_once, set_exit_hook);
+            gemm_job j = {nn, M, N, K, chunk, A, lda, ldb, ldc, B, bdt, C};
+            txc_parallel_for(n_tasks, gemm_task, &j);
+            return;
+        }
+    }
+    if (nn)
+        gemm_nn_serial(M, N, K, A, lda, B, bdt, ldb, C, ldc);
+    else
+        gemm_nt_serial(M, N, K, A, lda, B, bdt, ldb, C, ldc);
+}
+
+void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                      txc_dtype bdt, int64_t ldb, float *C, int64_t ldc)
+{
+    gemm(false, M, N, K, A, lda, B, bdt, ldb, C, ldc);
+}
+
+void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                      txc_dtype bdt, int64_t ldb, float *C, int64_t ldc)
+{
+    gemm(true, M, N, K, A, lda, B, bdt, ldb, C, ldc);
 }
 
 /* ---- helpers for the ops ---------------------------------------------------------- */

@@ -4,7 +4,8 @@
  *   txc bench (--model DIR | --synthetic NAME) [--dtype f32|bf16|f16] [--seed N]
  *             [--new-tokens N] [--prompt-tokens N | --prompt TEXT] [--modes a,b,...]
  *             [--max-cache-len N] [--baseline-limit SECONDS] [--json]
- *             [--compile-cache DIR | --no-compile-cache]
+ *             [--compile-cache DIR | --no-compile-cache] [--threads N] [--membw]
+ *   txc bench --membw          (the machine's read bandwidth only)
  *
  * One row per mode — a cache kind (none, dynamic, static) run eagerly or
  * compiled (txc/jit.h) — each with a fresh generator (so compilations are
@@ -14,6 +15,14 @@
  * rows' token ids are compared with the reference row's (the first one
  * that made all N tokens) and the verdict is printed.
  *
+ * Per row, the bytes a decode token reads (the weights it multiplies, the
+ * embedding row, the valid prefix of the KV cache, averaged over the
+ * decode steps), the GB/s that makes at the row's decode tokens/s, and the
+ * process's peak RSS so far; with --membw, the machine's read bandwidth
+ * (a streaming read of 1 GiB on every thread, median of 5 passes, measured
+ * after the rows so that it does not count in their RSS) and each row's
+ * fraction of it.
+ *
  * Exit status: 0 when the table was made, 2 on any error (one line on
  * stderr).
  */
@@ -22,6 +31,7 @@
 #include "txc/generate.h"
 #include "txc/model.h"
 #include "txc/synthetic.h"
+#include "txc/threads.h"
 #include "txc/tokenizer.h"
 
 #include <cjson/cJSON.h>
@@ -31,6 +41,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,6 +76,7 @@ typedef struct bench_row {
     int32_t *ids;
     bool tokens_match;
     int64_t compared; /* tokens compared with the reference row */
+    double bytes_per_token, decode_gbps, peak_rss_mb;
 } bench_row;
 
 static double now_ms(void)
@@ -118,7 +131,8 @@ static void usage_bench(FILE *f)
             "  --model DIR          a Hugging Face model folder\n"
             "  --synthetic NAME     random weights with a real checkpoint's config, no files:\n"
             "                       smollm2-135m, qwen2.5-0.5b, llama-3.2-1b, stories260k\n"
-            "  --dtype D            synthetic weights' dtype: f32 (default), bf16 or f16\n"
+            "  --dtype D            synthetic weights' dtype: f32 (default), bf16 or f16 (kept in\n"
+            "                       memory); with --model, the weights converted once at load\n"
             "  --seed N             synthetic weights' and random prompt's seed (default 0)\n"
             "  --new-tokens N       new tokens per mode (default 256)\n"
             "  --prompt-tokens N    a prompt of N deterministic random ids (default 8; the default\n"
@@ -131,7 +145,10 @@ static void usage_bench(FILE *f)
             "  --json               print one JSON object instead of the table\n"
             "  --compile-cache DIR  save compiled plans to DIR and load them from it (default:\n"
             "                       $XDG_CACHE_HOME/txc, else $HOME/.cache/txc)\n"
-            "  --no-compile-cache   compile every plan in this process\n");
+            "  --no-compile-cache   compile every plan in this process\n"
+            "  --threads N          threads (default: $TXC_THREADS, else the CPUs this process may use)\n"
+            "  --membw              also measure this machine's read bandwidth and each row's fraction\n"
+            "                       of it (alone: the bandwidth only)\n");
 }
 
 /* ---- the machine ------------------------------------------------------------------ */
@@ -161,6 +178,107 @@ static void cpu_model(char *buf, size_t cap)
         }
     }
     fclose(f);
+}
+
+/* ---- memory bandwidth ------------------------------------------------------------ */
+
+typedef struct membw_ctx {
+    const uint64_t *buf;
+    size_t words;
+    int64_t n_tasks;
+    uint64_t sums[TXC_MAX_THREADS];
+} membw_ctx;
+
+static void membw_task(void *ctx, int64_t t)
+{
+    membw_ctx *c = ctx;
+    size_t per = (c->words / (size_t)c->n_tasks) & ~(size_t)63;
+    size_t lo = per * (size_t)t, hi = t == c->n_tasks - 1 ? c->words : lo + per;
+    const uint64_t *p = c->buf;
+    uint64_t a[8] = {0};
+    size_t i = lo;
+    for (; i + 8 <= hi; i += 8)
+        for (int u = 0; u < 8; u++)
+            a[u] += p[i + u];
+    for (; i < hi; i++)
+        a[0] += p[i];
+    c->sums[t] = a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* GB/s of a streaming read of `bytes` on every thread: median of `passes`
+ * after one warm-up pass; 0 on out-of-memory. */
+static double measure_membw(size_t bytes, int passes)
+{
+    uint64_t *buf = aligned_alloc(1 << 21, bytes);
+    if (!buf)
+        return 0;
+#ifdef MADV_HUGEPAGE
+    madvise(buf, bytes, MADV_HUGEPAGE);
+#endif
+    for (size_t i = 0; i < bytes / 8; i++)
+        buf[i] = i;
+    static membw_ctx c;
+    c.buf = buf;
+    c.words = bytes / 8;
+    c.n_tasks = txc_threads_get();
+    double gbps[16];
+    if (passes > 16)
+        passes = 16;
+    uint64_t check = 0;
+    for (int p = -1; p < passes; p++) {
+        double t0 = now_ms();
+        txc_parallel_for(c.n_tasks, membw_task, &c);
+        double ms = now_ms() - t0;
+        for (int64_t t = 0; t < c.n_tasks; t++)
+            check += c.sums[t];
+        if (p >= 0)
+            gbps[p] = ms > 0 ? (double)bytes / (ms * 1e6) : 0;
+    }
+    free(buf);
+    if (check == 1) /* (keeps the sums alive) */
+        fprintf(stderr, " ");
+    qsort(gbps, (size_t)passes, sizeof *gbps, cmp_double);
+    return passes % 2 ? gbps[passes / 2] : (gbps[passes / 2 - 1] + gbps[passes / 2]) / 2;
+}
+
+#define MEMBW_BYTES ((size_t)1 << 30)
+#define MEMBW_PASSES 5
+
+static double peak_rss_mb(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (double)ru.ru_maxrss / 1024.0; /* kilobytes on Linux */
+}
+
+/* Bytes a decode token reads: every weight (an untied embedding only one
+ * row) and the K/V of the valid prefix, averaged over decode steps. */
+static double decode_bytes(const txc_model *m, const bench_mode *mode, int64_t n_prompt, int64_t n_new)
+{
+    const txc_hf_config *c = txc_model_config(m);
+    double w = 0;
+    for (int i = 0; i < txc_model_num_parameters(m); i++) {
+        const txc_tensor *t = txc_model_parameter(m, i);
+        double b = (double)txc_tensor_numel(t) * (double)txc_dtype_size(txc_tensor_dtype(t));
+        const char *name = txc_model_parameter_name(m, i);
+        size_t nl = strlen(name);
+        bool embed = (nl >= 19 && strcmp(name + nl - 19, "embed_tokens.weight") == 0) ||
+                     (nl >= 10 && (strcmp(name + nl - 10, "wte.weight") == 0 || strcmp(name + nl - 10, "wpe.weight") == 0));
+        if (embed && (!c->tie_word_embeddings || strstr(name, "wpe")) && txc_tensor_ndim(t) == 2)
+            b = b / (double)txc_tensor_size(t, 0); /* one row */
+        w += b;
+    }
+    if (mode->cache == TXC_CACHE_NONE || n_new < 2)
+        return w;
+    double keys = (double)n_prompt + (double)n_new / 2.0; /* mean over decode steps of the keys read */
+    return w + 2.0 * (double)c->num_hidden_layers * (double)c->num_key_value_heads * (double)c->head_dim * 4.0 * keys;
 }
 
 /* ---- running one mode ------------------------------------------------------------- */
@@ -263,6 +381,8 @@ typedef struct bench_info {
     double baseline_limit_s;
     char cpu[256];
     long cores;
+    int threads;
+    double membw_gbps; /* 0: not measured */
     const char *compile_cache; /* the folder, NULL: off */
 } bench_info;
 
@@ -294,10 +414,14 @@ static void print_json(const bench_info *bi, const bench_row *rows, int n, bool 
     cJSON_AddStringToObject(j, "dtype", bi->file_dtype);
     cJSON_AddStringToObject(j, "weights_in_memory", bi->memory_dtype);
     cJSON_AddStringToObject(j, "compute_dtype", "float32");
-    cJSON_AddNumberToObject(j, "threads", 1);
+    cJSON_AddNumberToObject(j, "threads", bi->threads);
     cJSON *m = cJSON_AddObjectToObject(j, "machine");
     cJSON_AddStringToObject(m, "cpu", bi->cpu);
     cJSON_AddNumberToObject(m, "cores", (double)bi->cores);
+    if (bi->membw_gbps > 0)
+        cJSON_AddNumberToObject(m, "membw_gbps", round_to(bi->membw_gbps, 1e-3));
+    else
+        cJSON_AddNullToObject(m, "membw_gbps");
     cJSON_AddNumberToObject(j, "prompt_tokens", (double)bi->n_prompt);
     if (bi->prompt_is_text)
         cJSON_AddStringToObject(j, "prompt", bi->prompt_text);
@@ -345,6 +469,13 @@ static void print_json(const bench_info *bi, const bench_row *rows, int n, bool 
             cJSON_AddNumberToObject(o, "speedup_vs_eager_dynamic", round_to(sp, 1e-4));
         cJSON_AddBoolToObject(o, "capped", r->capped);
         cJSON_AddNumberToObject(o, "tokens_compared", (double)r->compared);
+        cJSON_AddNumberToObject(o, "bytes_per_token", round(r->bytes_per_token));
+        cJSON_AddNumberToObject(o, "decode_gbps", round_to(r->decode_gbps, 1e-4));
+        if (bi->membw_gbps > 0)
+            cJSON_AddNumberToObject(o, "bw_fraction", round_to(r->decode_gbps / bi->membw_gbps, 1e-4));
+        else
+            cJSON_AddNullToObject(o, "bw_fraction");
+        cJSON_AddNumberToObject(o, "peak_rss_mb", round_to(r->peak_rss_mb, 1e-2));
         cJSON_AddItemToArray(arr, o);
     }
     char *text = cJSON_PrintUnformatted(j);
@@ -381,7 +512,7 @@ static void print_table(const bench_info *bi, const bench_row *rows, int n, bool
         printf("note: %s\n", bi->synthetic->differs);
     printf("dtype: %s weights%s; in memory: %s; compute: float32\n", bi->file_dtype,
            bi->synthetic ? " generated" : " in the files", bi->memory_dtype);
-    printf("threads: 1; machine: %s, %ld cores\n", bi->cpu, bi->cores);
+    printf("threads: %d; machine: %s, %ld cores\n", bi->threads, bi->cpu, bi->cores);
     if (bi->prompt_is_text)
         printf("prompt: \"%s\" (%lld tokens); ", bi->prompt_text, (long long)bi->n_prompt);
     else
@@ -414,6 +545,18 @@ static void print_table(const bench_info *bi, const bench_row *rows, int n, bool
             snprintf(match, sizeof match, "%s", r->tokens_match ? "yes" : "NO");
         printf("%-14s %10lld %9.3f %11.1f %13.1f %14s %11.1f %17s  %s\n", r->mode->name, (long long)r->n_new,
                r->total_s, r->prefill_ms, r->decode_tok_s, comp, r->compile_ms, sp, match);
+    }
+    printf("\n");
+    if (bi->membw_gbps > 0)
+        printf("memory: read bandwidth %.2f GB/s (%d threads streaming 1 GiB, median of %d passes)\n", bi->membw_gbps,
+               bi->threads, MEMBW_PASSES);
+    printf("  %-14s %14s %12s %12s %12s\n", "memory", "MB per token", "decode GB/s", "bw fraction", "peak RSS MB");
+    for (int i = 0; i < n; i++) {
+        char frac[24] = "-";
+        if (bi->membw_gbps > 0)
+            snprintf(frac, sizeof frac, "%.3f", rows[i].decode_gbps / bi->membw_gbps);
+        printf("  %-14s %14.2f %12.3f %12s %12.1f\n", rows[i].mode->name, rows[i].bytes_per_token / 1e6,
+               rows[i].decode_gbps, frac, rows[i].peak_rss_mb);
     }
     printf("\n");
     for (int i = 0; i < n; i++)
@@ -504,7 +647,8 @@ int txc_cmd_bench(int argc, char **argv)
     const char *model_dir = NULL, *synthetic = NULL, *dtype_name = NULL, *prompt_text = NULL, *modes_list = NULL;
     int64_t new_tokens = 256, prompt_tokens = -1, max_cache_len = 0, seed = 0;
     double baseline_limit = 120;
-    bool json = false, no_compile_cache = false;
+    bool json = false, no_compile_cache = false, membw = false;
+    int64_t threads = 0;
     const char *compile_cache = NULL;
     static const struct option longopts[] = {
         {"model", required_argument, 0, 'm'},        {"synthetic", required_argument, 0, 's'},
@@ -514,6 +658,7 @@ int txc_cmd_bench(int argc, char **argv)
         {"max-cache-len", required_argument, 0, 'L'}, {"baseline-limit", required_argument, 0, 'B'},
         {"json", no_argument, 0, 'j'},               {"help", no_argument, 0, 'h'},
         {"compile-cache", required_argument, 0, 'C'}, {"no-compile-cache", no_argument, 0, 'N'},
+        {"threads", required_argument, 0, 'T'},      {"membw", no_argument, 0, 'W'},
         {0, 0, 0, 0},
     };
     optind = 1;
@@ -529,6 +674,13 @@ int txc_cmd_bench(int argc, char **argv)
         case 'j': json = true; break;
         case 'C': compile_cache = optarg, no_compile_cache = false; break;
         case 'N': no_compile_cache = true; break;
+        case 'W': membw = true; break;
+        case 'T':
+            if (!parse_int("--threads", optarg, 1, &threads))
+                return EXIT_ERROR;
+            if (txc_threads_set(threads > TXC_MAX_THREADS ? TXC_MAX_THREADS : (int)threads) != TXC_OK)
+                return fail("--threads");
+            break;
         case 'S':
             if (!parse_int("--seed", optarg, 0, &seed))
                 return EXIT_ERROR;
@@ -559,6 +711,21 @@ int txc_cmd_bench(int argc, char **argv)
         fprintf(stderr, "txc: unexpected argument '%s' (see txc bench --help)\n", argv[optind]);
         return EXIT_ERROR;
     }
+    if (membw && !model_dir && !synthetic) { /* the bandwidth alone */
+        double g = measure_membw(MEMBW_BYTES, MEMBW_PASSES);
+        if (!(g > 0)) {
+            fprintf(stderr, "txc: --membw: out of memory for the 1 GiB buffer\n");
+            return EXIT_ERROR;
+        }
+        char cpu[256];
+        cpu_model(cpu, sizeof cpu);
+        if (json)
+            printf("{\"machine\":{\"cpu\":\"%s\",\"membw_gbps\":%.3f},\"threads\":%d}\n", cpu, g, txc_threads_get());
+        else
+            printf("memory: read bandwidth %.2f GB/s (%d threads streaming 1 GiB, median of %d passes); %s\n", g,
+                   txc_threads_get(), MEMBW_PASSES, cpu);
+        return 0;
+    }
     if (!model_dir == !synthetic) {
         fprintf(stderr, "txc: bench needs exactly one of --model DIR or --synthetic NAME (see txc bench --help)\n");
         return EXIT_ERROR;
@@ -571,10 +738,6 @@ int txc_cmd_bench(int argc, char **argv)
     }
     txc_dtype dtype = TXC_F32;
     if (dtype_name) {
-        if (!synthetic) {
-            fprintf(stderr, "txc: --dtype applies to --synthetic models (a folder's weights have their own dtype)\n");
-            return EXIT_ERROR;
-        }
         if (!txc_dtype_parse(dtype_name, &dtype) || !txc_dtype_is_float(dtype)) {
             fprintf(stderr, "txc: --dtype expects f32, bf16 or f16, got '%s'\n", dtype_name);
             return EXIT_ERROR;
@@ -626,7 +789,8 @@ int txc_cmd_bench(int argc, char **argv)
             return fail(synthetic);
         bi.file_dtype = txc_dtype_name(dtype);
     } else {
-        if (txc_model_load(model_dir, NULL, &model) != TXC_OK)
+        txc_model_options mo = {.convert_dtype = dtype_name != NULL, .dtype = dtype};
+        if (txc_model_load(model_dir, &mo, &model) != TXC_OK)
             return fail(model_dir);
         const char *td = txc_model_config(model)->torch_dtype;
         bi.file_dtype = *td ? td : "unknown";
@@ -687,6 +851,7 @@ int txc_cmd_bench(int argc, char **argv)
     }
     cpu_model(bi.cpu, sizeof bi.cpu);
     bi.cores = sysconf(_SC_NPROCESSORS_ONLN);
+    bi.threads = txc_threads_get();
 
     bench_row rows[MAX_MODES];
     memset(rows, 0, sizeof rows);
@@ -700,7 +865,15 @@ int txc_cmd_bench(int argc, char **argv)
             rc = fail(modes[i]->name);
             break;
         }
+        rows[i].peak_rss_mb = peak_rss_mb();
+        rows[i].bytes_per_token = decode_bytes(model, modes[i], (int64_t)n_prompt, rows[i].n_new);
+        rows[i].decode_gbps = rows[i].bytes_per_token * rows[i].decode_tok_s / 1e9;
         done++;
+    }
+    if (rc == 0 && membw) {
+        if (progress)
+            fprintf(stderr, "bench: memory bandwidth...\n");
+        bi.membw_gbps = measure_membw(MEMBW_BYTES, MEMBW_PASSES);
     }
     if (rc == 0) {
         /* The reference: the first row that made every token. */

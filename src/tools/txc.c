@@ -11,6 +11,7 @@
  */
 #include "txc/generate.h"
 #include "txc/model.h"
+#include "txc/threads.h"
 #include "txc/tokenizer.h"
 #include "tools/bench_cmd.h"
 #include "tools/tokenize_cmd.h"
@@ -117,6 +118,7 @@ static void usage_generate(FILE *f)
             "                    [--verbose] [--do-sample|--greedy] [--temperature F] [--top-k N]\n"
             "                    [--top-p F] [--min-p F] [--repetition-penalty F] [--seed N]\n"
             "                    [--stop STRING]... [--compile-cache DIR | --no-compile-cache]\n"
+            "                    [--dtype f32|bf16|f16] [--threads N]\n"
             "\n"
             "Text generation from a Hugging Face model folder (config.json,\n"
             "model.safetensors, tokenizer.json); the continuation is streamed to stdout.\n"
@@ -146,7 +148,10 @@ static void usage_generate(FILE *f)
             "                      already in the text by F > 0; greedy too (default 1: off)\n"
             "  --seed N            the sampler's seed: the same seed gives the same text, eager or\n"
             "                      compiled (default: a random seed, shown by --verbose)\n"
-            "  --stop STRING       stop when the text ends with STRING (not printed); repeatable\n");
+            "  --stop STRING       stop when the text ends with STRING (not printed); repeatable\n"
+            "  --dtype D           the weights' dtype in memory: f32, bf16 or f16, converted once at\n"
+            "                      load (default: as stored in the files); activations are f32\n"
+            "  --threads N         threads (default: $TXC_THREADS, else the CPUs this process may use)\n");
 }
 
 #define MAX_STOP_STRINGS 32
@@ -246,7 +251,9 @@ static int cmd_generate(int argc, char **argv)
     uint64_t seed = 0;
     stream_ctx sc = {0};
     enum { OPT_SAMPLE = 256, OPT_GREEDY, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REP, OPT_SEED, OPT_STOP };
-    enum { OPT_COMPILE_CACHE = 512, OPT_NO_COMPILE_CACHE };
+    enum { OPT_COMPILE_CACHE = 512, OPT_NO_COMPILE_CACHE, OPT_DTYPE, OPT_THREADS };
+    txc_model_options mopts = {0};
+    int64_t threads = 0;
     const char *compile_cache = NULL; /* --compile-cache DIR; --no-compile-cache: "" */
     char default_cache[4096];
     static const struct option longopts[] = {
@@ -257,6 +264,7 @@ static int cmd_generate(int argc, char **argv)
         {"stop", required_argument, 0, OPT_STOP},
         {"compile-cache", required_argument, 0, OPT_COMPILE_CACHE},
         {"no-compile-cache", no_argument, 0, OPT_NO_COMPILE_CACHE},
+        {"dtype", required_argument, 0, OPT_DTYPE},   {"threads", required_argument, 0, OPT_THREADS},
         {"jit", no_argument, 0, 'J'},                  {"no-jit", no_argument, 0, 'E'},
         {"model", required_argument, 0, 'm'},          {"prompt", required_argument, 0, 'p'},
         {"max-new-tokens", required_argument, 0, 'n'}, {"cache", required_argument, 0, 'c'},
@@ -322,6 +330,19 @@ static int cmd_generate(int argc, char **argv)
             break;
         case OPT_COMPILE_CACHE: compile_cache = optarg; break;
         case OPT_NO_COMPILE_CACHE: compile_cache = ""; break;
+        case OPT_DTYPE:
+            if (!txc_dtype_parse(optarg, &mopts.dtype) || !txc_dtype_is_float(mopts.dtype)) {
+                fprintf(stderr, "txc: --dtype expects f32, bf16 or f16, got '%s'\n", optarg);
+                return EXIT_ERROR;
+            }
+            mopts.convert_dtype = true;
+            break;
+        case OPT_THREADS:
+            if (!parse_int("--threads", optarg, 1, &threads))
+                return EXIT_ERROR;
+            if (txc_threads_set(threads > TXC_MAX_THREADS ? TXC_MAX_THREADS : (int)threads) != TXC_OK)
+                return fail("--threads");
+            break;
         case 'h': usage_generate(stdout); return 0;
         default:
             fprintf(stderr, "txc: option '%s' is unknown or needs a value (see txc generate --help)\n",
@@ -349,7 +370,7 @@ static int cmd_generate(int argc, char **argv)
     double t0 = now_ms();
     txc_model *model = NULL;
     txc_tokenizer *tok = NULL;
-    if (txc_model_load(model_dir, NULL, &model) != TXC_OK)
+    if (txc_model_load(model_dir, &mopts, &model) != TXC_OK)
         return fail(model_dir);
     if (txc_tokenizer_load(model_dir, &tok) != TXC_OK) {
         txc_model_free(model);

@@ -1,0 +1,59 @@
+/*
+ * txc/threads.h — the CPU thread pool (backend layer).
+ *
+ * One pool per process: persistent workers, created on the first parallel
+ * call after a thread count > 1 is chosen, never per op or per token. A
+ * parallel call wakes them through one generation counter (workers spin
+ * briefly on it, then sleep on a futex) and waits for them the same way;
+ * it allocates nothing. Work is split by the caller into tasks (output
+ * rows, heads); thread i of n runs tasks i, i + n, ... (the caller is
+ * thread 0), so a thread gets the same tasks on every call.
+ *
+ * The thread count: txc_threads_set(n); 0 restores the default, which is
+ * TXC_THREADS from the environment when set to a positive integer, else
+ * the number of CPUs this process may run on (sched_getaffinity).
+ * txc_threads_set(1) joins the workers; they are joined at exit too.
+ *
+ * A parallel call made from inside a task, or while another thread's
+ * parallel call holds the pool, runs its tasks serially on the calling
+ * thread (same results: the split is the caller's, not the pool's).
+ */
+#ifndef TXC_THREADS_H
+#define TXC_THREADS_H
+
+#include <stdint.h>
+#include "txc/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TXC_MAX_THREADS 256
+
+/* The thread count parallel calls use (>= 1). */
+int txc_threads_get(void);
+/* Set it (1..TXC_MAX_THREADS; 0: the default). Workers beyond the new
+ * count are joined. TXC_ERR_INVALID for n < 0 or n > TXC_MAX_THREADS. */
+txc_status txc_threads_set(int n);
+/* The default: TXC_THREADS, else the CPUs of this process's affinity mask. */
+int txc_threads_default(void);
+
+/* A task: `task` in [0, n_tasks); per-task results go to per-task slots. */
+typedef void (*txc_task_fn)(void *ctx, int64_t task);
+
+/* Run fn(ctx, t) for every t in [0, n_tasks) on the pool and the calling
+ * thread; returns when all are done (their writes visible). */
+void txc_parallel_for(int64_t n_tasks, txc_task_fn fn, void *ctx);
+
+/* A function every worker calls before it exits (e.g. to free its
+ * thread-local scratch buffers); one at most, set before workers start. */
+void txc_threads_set_worker_exit(void (*fn)(void));
+
+/* Join every worker now (the count is kept: the next parallel call starts
+ * them again). Also run at exit. */
+void txc_threads_shutdown(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

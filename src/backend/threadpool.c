@@ -1,0 +1,280 @@
+/* The CPU thread pool: persistent workers, one generation counter to post a
+ * job, a fixed task-to-thread mapping, a pending counter to wait on; spin briefly,
+ * then sleep on a futex (Linux) — see include/txc/threads.h. */
+#define _GNU_SOURCE
+#include "txc/threads.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#endif
+
+/* How long a waiting thread spins before it sleeps. */
+#define SPIN_NS 100000
+
+static struct {
+    pthread_mutex_t lock; /* held by a parallel call, by set/shutdown */
+    int n_threads;        /* configured; 0: not yet resolved */
+    int n_workers;        /* running workers (the caller is the extra thread) */
+    pthread_t tid[TXC_MAX_THREADS];
+    uint32_t start_gen;
+    _Atomic uint32_t gen;     /* futex word: bumped to post a job or to stop */
+    _Atomic int sleepers;     /* workers asleep (or about to be) on gen */
+    _Atomic uint32_t pending; /* futex word: workers that have not finished the job */
+    _Atomic int main_waiting;
+    _Atomic int stop;
+    txc_task_fn fn;
+    void *ctx;
+    int64_t n_tasks;
+    int n_run; /* threads running the job: the workers and the caller */
+    void (*worker_exit)(void);
+    bool atexit_done;
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static _Thread_local bool in_task; /* nested calls run serially */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void futex_wait(_Atomic uint32_t *word, uint32_t expected)
+{
+#if defined(__linux__)
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+#else
+    (void)word, (void)expected;
+    sched_yield();
+#endif
+}
+
+static void futex_wake(_Atomic uint32_t *word, int n)
+{
+#if defined(__linux__)
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+#else
+    (void)word, (void)n;
+#endif
+}
+
+/* Wait until *word != value (spin, then sleep); returns the new value.
+ * `sleeping` counts the sleepers so that the writer knows to wake them. */
+static uint32_t wait_change(_Atomic uint32_t *word, uint32_t value, _Atomic int *sleeping)
+{
+    uint32_t v;
+    int64_t t0 = 0;
+    for (int i = 0;; i++) {
+        if ((v = atomic_load_explicit(word, memory_order_acquire)) != value)
+            return v;
+        cpu_relax();
+        if ((i & 255) == 255) {
+            int64_t t = now_ns();
+            if (!t0)
+                t0 = t;
+            else if (t - t0 > SPIN_NS)
+                break;
+        }
+    }
+    atomic_fetch_add(sleeping, 1);
+    while ((v = atomic_load(word)) == value)
+        futex_wait(word, value);
+    atomic_fetch_sub(sleeping, 1);
+    return v;
+}
+
+/* Thread `id` of `n` runs tasks id, id + n, ...: a fixed mapping, so a
+ * thread reads the same slice of a weight on every call (its caches) and
+ * its scratch buffers are sized by the first call. */
+static void run_tasks(int id, int n)
+{
+    for (int64_t t = id; t < pool.n_tasks; t += n)
+        pool.fn(pool.ctx, t);
+}
+
+static void *worker_main(void *arg)
+{
+    const int id = (int)(intptr_t)arg;
+    in_task = true;
+    uint32_t seen = pool.start_gen;
+    for (;;) {
+        seen = wait_change(&pool.gen, seen, &pool.sleepers);
+        if (atomic_load(&pool.stop))
+            break;
+        run_tasks(id, pool.n_run);
+        if (atomic_fetch_sub(&pool.pending, 1) == 1 && atomic_load(&pool.main_waiting))
+            futex_wake(&pool.pending, 1);
+    }
+    if (pool.worker_exit)
+        pool.worker_exit();
+    return NULL;
+}
+
+int txc_threads_default(void)
+{
+    const char *e = getenv("TXC_THREADS");
+    if (e && *e) {
+        char *end;
+        long v = strtol(e, &end, 10);
+        if (!*end && v > 0)
+            return v > TXC_MAX_THREADS ? TXC_MAX_THREADS : (int)v;
+    }
+    int n = 0;
+#if defined(__linux__)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        n = CPU_COUNT(&set);
+#endif
+    if (n <= 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        n = c > 0 ? (int)c : 1;
+    }
+    return n > TXC_MAX_THREADS ? TXC_MAX_THREADS : n;
+}
+
+int txc_threads_get(void)
+{
+    int n = __atomic_load_n(&pool.n_threads, __ATOMIC_RELAXED);
+    if (n > 0)
+        return n;
+    n = txc_threads_default();
+    int zero = 0;
+    __atomic_compare_exchange_n(&pool.n_threads, &zero, n, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return __atomic_load_n(&pool.n_threads, __ATOMIC_RELAXED);
+}
+
+/* Join every worker; the caller holds the lock. */
+static void stop_workers(void)
+{
+    if (!pool.n_workers)
+        return;
+    atomic_store(&pool.stop, 1);
+    atomic_fetch_add(&pool.gen, 1);
+    futex_wake(&pool.gen, INT_MAX);
+    for (int i = 0; i < pool.n_workers; i++)
+        pthread_join(pool.tid[i], NULL);
+    pool.n_workers = 0;
+    atomic_store(&pool.stop, 0);
+}
+
+void txc_threads_shutdown(void)
+{
+    pthread_mutex_lock(&pool.lock);
+    stop_workers();
+    pthread_mutex_unlock(&pool.lock);
+}
+
+static void at_exit(void) { txc_threads_shutdown(); }
+
+txc_status txc_threads_set(int n)
+{
+    if (n < 0 || n > TXC_MAX_THREADS)
+        return txc_error(TXC_ERR_INVALID, "thread count %d out of range (1..%d, or 0 for the default)", n,
+                         TXC_MAX_THREADS);
+    if (n == 0)
+        n = txc_threads_default();
+    pthread_mutex_lock(&pool.lock);
+    if (pool.n_workers > n - 1)
+        stop_workers();
+    __atomic_store_n(&pool.n_threads, n, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&pool.lock);
+    return TXC_OK;
+}
+
+void txc_threads_set_worker_exit(void (*fn)(void))
+{
+    pthread_mutex_lock(&pool.lock);
+    pool.worker_exit = fn;
+    pthread_mutex_unlock(&pool.lock);
+}
+
+/* Start workers up to want (the caller holds the lock). */
+static void start_workers(int want)
+{
+    if (!pool.atexit_done) {
+        pool.atexit_done = true;
+        atexit(at_exit);
+    }
+    pool.start_gen = atomic_load(&pool.gen);
+    while (pool.n_workers < want) {
+        if (pthread_create(&pool.tid[pool.n_workers], NULL, worker_main, (void *)(intptr_t)(pool.n_workers + 1)) != 0)
+            break; /* run with the ones there are */
+        pool.n_workers++;
+    }
+}
+
+void txc_parallel_for(int64_t n_tasks, txc_task_fn fn, void *ctx)
+{
+    if (n_tasks <= 0)
+        return;
+    int nt = txc_threads_get();
+    if (n_tasks == 1 || nt <= 1 || in_task || pthread_mutex_trylock(&pool.lock) != 0) {
+        for (int64_t t = 0; t < n_tasks; t++)
+            fn(ctx, t);
+        return;
+    }
+    if (pool.n_workers != nt - 1) {
+        if (pool.n_workers > nt - 1)
+            stop_workers();
+        start_workers(nt - 1);
+    }
+    if (!pool.n_workers) {
+        pthread_mutex_unlock(&pool.lock);
+        for (int64_t t = 0; t < n_tasks; t++)
+            fn(ctx, t);
+        return;
+    }
+    pool.fn = fn;
+    pool.ctx = ctx;
+    pool.n_tasks = n_tasks;
+    pool.n_run = pool.n_workers + 1;
+    atomic_store_explicit(&pool.pending, (uint32_t)pool.n_workers, memory_order_relaxed);
+    atomic_fetch_add(&pool.gen, 1); /* publishes the job */
+    if (atomic_load(&pool.sleepers))
+        futex_wake(&pool.gen, INT_MAX);
+    in_task = true;
+    run_tasks(0, pool.n_run);
+    in_task = false;
+    uint32_t p = atomic_load_explicit(&pool.pending, memory_order_acquire);
+    if (p) {
+        int64_t t0 = 0;
+        for (int i = 0; (p = atomic_load_explicit(&pool.pending, memory_order_acquire)) != 0; i++) {
+            cpu_relax();
+            if ((i & 255) == 255) {
+                int64_t t = now_ns();
+                if (!t0)
+                    t0 = t;
+                else if (t - t0 > SPIN_NS)
+                    break;
+            }
+        }
+        if (p) {
+            atomic_store(&pool.main_waiting, 1);
+            while ((p = atomic_load(&pool.pending)) != 0)
+                futex_wait(&pool.pending, p);
+            atomic_store(&pool.main_waiting, 0);
+        }
+    }
+    pthread_mutex_unlock(&pool.lock);
+}

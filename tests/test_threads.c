@@ -1,0 +1,301 @@
+/* The thread pool: every task runs exactly once at any thread count and
+ * task count, nested and concurrent calls run serially and correctly, the
+ * count is set/restored, TXC_THREADS is read, workers are joined, and a
+ * parallel call allocates nothing once the workers exist. */
+#include "testutil.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/kernels.h"
+#include "txc/generate.h"
+#include "txc/model.h"
+#include "txc/threads.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define COUNT_ALLOCS 0
+#else
+#define COUNT_ALLOCS 1
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+static atomic_long n_allocs;
+void *malloc(size_t n)
+{
+    n_allocs++;
+    return __libc_malloc(n);
+}
+void *calloc(size_t a, size_t b)
+{
+    n_allocs++;
+    return __libc_calloc(a, b);
+}
+void *realloc(void *p, size_t n)
+{
+    n_allocs++;
+    return __libc_realloc(p, n);
+}
+#endif
+
+#define MAXT 10000
+
+typedef struct {
+    _Atomic int hits[MAXT];
+} counts;
+
+static void count_task(void *ctx, int64_t t)
+{
+    counts *c = ctx;
+    atomic_fetch_add(&c->hits[t], 1);
+}
+
+static void check_once(int64_t n)
+{
+    static counts c;
+    for (int64_t i = 0; i < MAXT; i++)
+        atomic_store(&c.hits[i], 0);
+    txc_parallel_for(n, count_task, &c);
+    for (int64_t i = 0; i < MAXT; i++)
+        if (atomic_load(&c.hits[i]) != (i < n ? 1 : 0))
+            fail_msg("n_tasks %lld threads %d: task %lld ran %d times", (long long)n, txc_threads_get(), (long long)i,
+                     atomic_load(&c.hits[i]));
+}
+
+static void test_every_task_once(void **state)
+{
+    (void)state;
+    const int threads[] = {1, 2, 3, 8, 1, 4};
+    const int64_t tasks[] = {0, 1, 2, 3, 7, 64, 1000, MAXT};
+    for (size_t i = 0; i < sizeof threads / sizeof *threads; i++) {
+        assert_int_equal(txc_threads_set(threads[i]), TXC_OK);
+        assert_int_equal(txc_threads_get(), threads[i]);
+        for (size_t j = 0; j < sizeof tasks / sizeof *tasks; j++)
+            for (int rep = 0; rep < 20; rep++)
+                check_once(tasks[j]);
+    }
+    assert_int_equal(txc_threads_set(0), TXC_OK);
+    assert_int_equal(txc_threads_get(), txc_threads_default());
+}
+
+static void test_bad_counts(void **state)
+{
+    (void)state;
+    int before = txc_threads_get();
+    assert_int_equal(txc_threads_set(-1), TXC_ERR_INVALID);
+    assert_int_equal(txc_threads_set(TXC_MAX_THREADS + 1), TXC_ERR_INVALID);
+    assert_int_equal(txc_threads_get(), before);
+}
+
+static void test_env_default(void **state)
+{
+    (void)state;
+    setenv("TXC_THREADS", "3", 1);
+    assert_int_equal(txc_threads_default(), 3);
+    setenv("TXC_THREADS", "junk", 1);
+    assert_true(txc_threads_default() >= 1);
+    unsetenv("TXC_THREADS");
+    assert_true(txc_threads_default() >= 1);
+}
+
+/* Nested: a task that itself calls parallel_for. */
+typedef struct {
+    _Atomic long sum;
+} nest_ctx;
+
+static void inner(void *ctx, int64_t t) { atomic_fetch_add(&((nest_ctx *)ctx)->sum, (long)t + 1); }
+static void outer(void *ctx, int64_t t)
+{
+    (void)t;
+    txc_parallel_for(10, inner, ctx); /* 55 each */
+}
+
+static void test_nested(void **state)
+{
+    (void)state;
+    assert_int_equal(txc_threads_set(4), TXC_OK);
+    nest_ctx c = {0};
+    txc_parallel_for(16, outer, &c);
+    assert_int_equal(atomic_load(&c.sum), 16 * 55);
+}
+
+/* Two user threads calling at once: one gets the pool, the other runs
+ * serially; both complete every task. */
+static void *caller(void *arg)
+{
+    nest_ctx *c = arg;
+    for (int i = 0; i < 2000; i++)
+        txc_parallel_for(10, inner, c);
+    return NULL;
+}
+
+static void test_concurrent_callers(void **state)
+{
+    (void)state;
+    assert_int_equal(txc_threads_set(3), TXC_OK);
+    nest_ctx a = {0}, b = {0};
+    pthread_t ta, tb;
+    assert_int_equal(pthread_create(&ta, NULL, caller, &a), 0);
+    assert_int_equal(pthread_create(&tb, NULL, caller, &b), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    assert_int_equal(atomic_load(&a.sum), 2000 * 55);
+    assert_int_equal(atomic_load(&b.sum), 2000 * 55);
+}
+
+static void test_no_allocations(void **state)
+{
+    (void)state;
+#if COUNT_ALLOCS
+    assert_int_equal(txc_threads_set(2), TXC_OK);
+    nest_ctx c = {0};
+    txc_parallel_for(8, inner, &c); /* starts the worker */
+    long before = atomic_load(&n_allocs);
+    for (int i = 0; i < 1000; i++)
+        txc_parallel_for(8, inner, &c);
+    assert_int_equal(atomic_load(&n_allocs) - before, 0);
+    assert_int_equal(atomic_load(&c.sum), 1001 * 36);
+#else
+    skip();
+#endif
+}
+
+static int exits;
+static void on_exit_fn(void) { __atomic_fetch_add(&exits, 1, __ATOMIC_RELAXED); }
+
+static void test_shutdown_joins(void **state)
+{
+    (void)state;
+    txc_threads_set_worker_exit(on_exit_fn);
+    assert_int_equal(txc_threads_set(4), TXC_OK);
+    nest_ctx c = {0};
+    txc_parallel_for(8, inner, &c); /* 3 workers */
+    int before = __atomic_load_n(&exits, __ATOMIC_RELAXED);
+    assert_int_equal(txc_threads_set(1), TXC_OK); /* joins them */
+    assert_int_equal(__atomic_load_n(&exits, __ATOMIC_RELAXED) - before, 3);
+    txc_parallel_for(8, inner, &c); /* serial */
+    assert_int_equal(txc_threads_set(2), TXC_OK);
+    txc_parallel_for(8, inner, &c); /* one worker again */
+    txc_threads_shutdown();
+    assert_int_equal(__atomic_load_n(&exits, __ATOMIC_RELAXED) - before, 4);
+    assert_int_equal(atomic_load(&c.sum), 3 * 36);
+    txc_threads_set_worker_exit(NULL);
+    txc_parallel_for(8, inner, &c); /* restarts after a shutdown; joined at exit */
+    assert_int_equal(atomic_load(&c.sum), 4 * 36);
+}
+
+/* The GEMMs split over threads give the bits of one thread (NT and NN,
+ * f32/bf16/f16 B, GEMV and small/large M, odd N and K), at every SIMD level. */
+static void test_gemm_bit_identical(void **state)
+{
+    (void)state;
+    const int64_t Ms[] = {1, 3, 7}, Ns[] = {1000, 77, 4099}, Ks[] = {64, 333};
+    const txc_dtype dts[] = {TXC_F32, TXC_BF16, TXC_F16};
+    const int64_t maxn = 4099, maxk = 333, maxm = 7;
+    float *A = malloc(sizeof(float) * maxm * maxk), *Bf = malloc(sizeof(float) * maxn * maxk);
+    uint16_t *Bh = malloc(2 * maxn * maxk);
+    float *C1 = malloc(sizeof(float) * maxm * maxn), *C2 = malloc(sizeof(float) * maxm * maxn);
+    uint32_t r = 12345;
+    for (int64_t i = 0; i < maxm * maxk; i++)
+        A[i] = (float)((r = r * 1664525u + 1013904223u) >> 8) / (float)(1 << 24) - 0.5f;
+    for (int64_t i = 0; i < maxn * maxk; i++)
+        Bf[i] = (float)((r = r * 1664525u + 1013904223u) >> 8) / (float)(1 << 24) - 0.5f;
+    for (int level = 0; level <= 2; level++) {
+        txc_kern_set_simd_level(level);
+        for (size_t d = 0; d < 3; d++) {
+            const void *B = Bf;
+            if (dts[d] != TXC_F32) {
+                txc_kern_from_f32(dts[d], Bf, Bh, maxn * maxk);
+                B = Bh;
+            }
+            for (size_t mi = 0; mi < 3; mi++)
+                for (size_t ni = 0; ni < 3; ni++)
+                    for (size_t ki = 0; ki < 2; ki++)
+                        for (int nn = 0; nn < 2; nn++) {
+                            int64_t M = Ms[mi], N = Ns[ni], K = Ks[ki];
+                            for (int th = 1; th <= 3; th++) {
+                                assert_int_equal(txc_threads_set(th), TXC_OK);
+                                float *C = th == 1 ? C1 : C2;
+                                if (nn) /* B as (K, N) row-major */
+                                    txc_kern_gemm_nn(M, N, K, A, K, B, dts[d], N, C, N);
+                                else
+                                    txc_kern_gemm_nt(M, N, K, A, K, B, dts[d], K, C, N);
+                                if (th > 1 && memcmp(C1, C2, sizeof(float) * (size_t)(M * N)) != 0)
+                                    fail_msg("%s M %lld N %lld K %lld %s simd %d: %d threads differ from 1",
+                                             nn ? "nn" : "nt", (long long)M, (long long)N, (long long)K,
+                                             txc_dtype_name(dts[d]), level, th);
+                            }
+                        }
+        }
+    }
+    txc_kern_set_simd_level(-1);
+    txc_threads_set(0);
+    free(A), free(Bf), free(Bh), free(C1), free(C2);
+}
+
+/* stories260K's greedy tokens (reference.json, from transformers) at 1 and
+ * 2 threads, eager and compiled: every token at f32; the first 32 with the
+ * weights kept in bf16 (float32 activations). */
+static void check_stories(txc_dtype dtype, int threads, bool jit)
+{
+    const char *dir = tu_path("%s/models/stories260K", tu_shared_dir());
+    char *text = tu_read_file(tu_path("%s/reference.json", dir), NULL);
+    assert_non_null(text);
+    cJSON *ref = cJSON_Parse(text);
+    free(text);
+    assert_non_null(ref);
+    assert_int_equal(txc_threads_set(threads), TXC_OK);
+    txc_model_options mo = {.convert_dtype = dtype != TXC_F32, .dtype = dtype};
+    txc_model *m = NULL;
+    assert_int_equal(txc_model_load(dir, &mo, &m), TXC_OK);
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(ref, "cases"))
+    {
+        const cJSON *jin = cJSON_GetObjectItem(c, "input_ids"), *jnew = cJSON_GetObjectItem(c, "new_ids"), *v;
+        int32_t in[512], want[512];
+        int64_t n_in = 0, n_new = 0;
+        cJSON_ArrayForEach(v, jin) in[n_in++] = (int32_t)v->valuedouble;
+        cJSON_ArrayForEach(v, jnew) want[n_new++] = (int32_t)v->valuedouble;
+        int64_t n_check = dtype == TXC_F32 ? n_new : (n_new < 32 ? n_new : 32);
+        txc_generate_options o = txc_generate_default_options(m, dir);
+        o.cache = TXC_CACHE_STATIC;
+        o.jit = jit;
+        o.max_new_tokens = n_check;
+        txc_generate_result r;
+        if (txc_generate(m, in, n_in, &o, &r) != TXC_OK)
+            fail_msg("generate: %s", txc_last_error());
+        int64_t n = r.n_new < n_check ? r.n_new : n_check;
+        for (int64_t k = 0; k < n; k++)
+            if (r.new_ids[k] != want[k])
+                fail_msg("%s, %d threads, %s: new token %lld is %d, transformers says %d", txc_dtype_name(dtype),
+                         threads, jit ? "jit" : "eager", (long long)k, r.new_ids[k], want[k]);
+        assert_int_equal(n, n_check < n_new ? n_check : n_new);
+        txc_generate_result_free(&r);
+    }
+    txc_model_free(m);
+    cJSON_Delete(ref);
+    txc_threads_set(0);
+}
+
+static void test_stories_threads_dtypes(void **state)
+{
+    (void)state;
+    for (int th = 1; th <= 2; th++)
+        for (int jit = 0; jit <= 1; jit++) {
+            check_stories(TXC_F32, th, jit);
+            check_stories(TXC_BF16, th, jit);
+        }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_task_once), cmocka_unit_test(test_bad_counts),
+        cmocka_unit_test(test_env_default),     cmocka_unit_test(test_nested),
+        cmocka_unit_test(test_concurrent_callers), cmocka_unit_test(test_no_allocations),
+        cmocka_unit_test(test_shutdown_joins),  cmocka_unit_test(test_gemm_bit_identical),
+        cmocka_unit_test(test_stories_threads_dtypes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
