@@ -8,8 +8,10 @@
  * with transformers' float32 arithmetic, op by op, so the table equals
  * torch's: `1.0 / t` is torch's reciprocal, `x / factor` divides by the
  * factor rounded to float32, comparisons with Python numbers compare in
- * float32. (torch's pow is SLEEF's, within 1 ulp of the correctly rounded
- * powf used here; the tables of the fixtures are checked for equality.)
+ * float32, one statement per torch op so that no compiler fuses a multiply
+ * and an add. (torch's pow is SLEEF's, within 1 ulp of the correctly
+ * rounded powf used here: Llama 3.1/3.2's tables are equal, a few entries
+ * of other tables are one ulp apart; tests/test_arch.c checks both.)
  *
  * Dynamic NTK recomputes the table from the sequence length, max(position)
  * + 1, once past max_position_embeddings: here in the graph, from the
@@ -122,7 +124,8 @@ txc_status txc_rope_init(txc_rope *r, const txc_hf_config *c, txc_env *env, bool
         for (int64_t i = 0; i < half; i++) {
             float wavelen = (1.0f / inv[i]) * (float)(2 * M_PI);
             float llama = wavelen > low_wl ? inv[i] / (float)factor : inv[i];
-            float smooth = ((1.0f / wavelen) * (float)ocl - (float)lff) / (float)(hff - lff);
+            float t = (1.0f / wavelen) * (float)ocl; /* one rounding per torch op (no fused multiply-add) */
+            float smooth = (t - (float)lff) / (float)(hff - lff);
             float a = (1.0f - smooth) * llama;
             float b = a / (float)factor;
             float d = smooth * llama;
