@@ -265,10 +265,11 @@ struct tk_regex {
 
 /* Oniguruma's classes (Unicode 16, ONIG_SYNTAX_ONIGURUMA) where PCRE2's
  * differ: \s is White_Space (PCRE2 adds U+180E); \w is Letter, Mark,
- * Decimal_Number, Connector_Punctuation and some more (PCRE2 10.42: L, N, '_'),
- * \d is Nd of Unicode 16; \h is a hex
- * digit (PCRE2: horizontal space); and each \p{..} general category holds
- * the characters assigned since PCRE2's Unicode version (tk_ud_props). */
+ * Decimal_Number, Connector_Punctuation and a few more (PCRE2 10.42: L, N and
+ * '_'); \h is a hex digit (PCRE2: horizontal space); and \d and each \p{..}
+ * general category also hold the characters assigned since PCRE2's Unicode
+ * version (tk_ud_props). Inside a class, a negated one (\W, \P{L}) keeps
+ * PCRE2's meaning. */
 #define ONIG_W "\\p{L}\\p{M}\\p{Nd}\\p{Pc}"
 #define ONIG_H "0-9a-fA-F"
 
