@@ -787,6 +787,69 @@ static void test_base_model_names(void **state)
     tu_rm_rf(dir);
 }
 
+/* Every architecture with its 2-d weights converted to bfloat16 at load
+ * (txc_model_options.convert_dtype): the fused-weight row blocks (phi3),
+ * transposed Conv1D views (gpt2), scaled embeddings (gemma) read half
+ * weights; the logits stay near the float32 reference (bf16 keeps 8 bits),
+ * eager and compiled agree on the next token. */
+static void test_bf16_weights(void **state)
+{
+    (void)state;
+    for (size_t fi = 0; fi < sizeof fixtures / sizeof *fixtures; fi++) {
+        const fixture *f = &fixtures[fi];
+        cJSON *exp = load_expected(f->name);
+        txc_model_options opts = {.env = NULL, .convert_dtype = true, .dtype = TXC_BF16};
+        txc_model *m = NULL;
+        txc_clear_error();
+        if (txc_model_load(fixture_dir(f->name), &opts, &m) != TXC_OK)
+            fail_msg("%s (bf16): load: %s", f->name, txc_last_error());
+        int64_t n;
+        int32_t *prompt = json_ids(cJSON_GetObjectItem(exp, "input_ids"), &n);
+        const cJSON *ref = cJSON_GetObjectItem(exp, "logits");
+        txc_env *env = txc_model_env(m);
+        int mark = txc_env_scope_begin(env);
+        txc_tensor *ids = txc_zeros(env, 2, (int64_t[]){1, n}, TXC_I64);
+        int64_t *p = txc_tensor_data_ptr(ids);
+        for (int64_t i = 0; i < n; i++)
+            p[i] = prompt[i];
+        txc_tensor *logits = txc_model_forward(m, ids, NULL, NULL, txc_arange(env, 0, (double)n, 1, TXC_I64), 0);
+        if (!logits)
+            fail_msg("%s (bf16): forward: %s", f->name, txc_last_error());
+        assert_int_equal(txc_tensor_dtype(logits), TXC_F32);
+        const float *g = txc_tensor_data_ptr(logits);
+        int64_t V = txc_model_config(m)->vocab_size;
+        double max_ref = 0, max_err = 0;
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t j = 0; j < V; j++) {
+                double w = cJSON_GetArrayItem(cJSON_GetArrayItem(ref, (int)r), (int)j)->valuedouble;
+                max_ref = fabs(w) > max_ref ? fabs(w) : max_ref;
+                max_err = fabs(g[r * V + j] - w) > max_err ? fabs(g[r * V + j] - w) : max_err;
+            }
+        if (!(max_err <= 0.05 * max_ref))
+            fail_msg("%s (bf16): logits off by %g (largest logit %g)", f->name, max_err, max_ref);
+        txc_env_scope_end(env, mark);
+        int32_t tok[2] = {-1, -1};
+        for (int jit = 0; jit < 2; jit++) {
+            txc_generate_options o = txc_generate_default_options(m, NULL);
+            o.max_new_tokens = 1;
+            o.jit = jit;
+            o.n_eos = 0;
+            txc_generate_result res;
+            txc_status s = txc_generate(m, prompt, n, &o, &res);
+            if (s == TXC_ERR_CAPACITY || s == TXC_ERR_UNSUPPORTED)
+                break; /* generate's own length limits (see generate_tokens) */
+            if (s != TXC_OK)
+                fail_msg("%s (bf16): generate: %s", f->name, txc_last_error());
+            tok[jit] = res.new_ids[0];
+            txc_generate_result_free(&res);
+        }
+        assert_int_equal(tok[0], tok[1]);
+        free(prompt);
+        txc_model_free(m);
+        cJSON_Delete(exp);
+    }
+}
+
 /* What the models report: windows per layer, positions. */
 static void test_model_facts(void **state)
 {
@@ -841,7 +904,7 @@ int main(void)
         cmocka_unit_test(test_unsupported),
         cmocka_unit_test(test_heads),        cmocka_unit_test(test_config_fields),
         cmocka_unit_test(test_attention_window_softcap), cmocka_unit_test(test_rope_tables),
-        cmocka_unit_test(test_base_model_names),
+        cmocka_unit_test(test_base_model_names),      cmocka_unit_test(test_bf16_weights),
         cmocka_unit_test(test_model_facts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
