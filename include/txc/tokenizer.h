@@ -56,9 +56,13 @@
  *   - "truncation" and "padding" in tokenizer.json are ignored, as
  *     transformers does (it turns them off unless a call asks for them).
  *   - token strings cannot hold a NUL character (cJSON strings).
- *   - Unicode tables are those of the installed utf8proc and PCRE2 (Unicode
- *     13-15 on Debian 12), the crate's are Rust's; characters assigned since
- *     may be classed differently.
+ *   - Unicode data: the crate mixes versions (its regexes and Rust's char
+ *     methods follow Unicode 16, its normalizers Unicode 9.0, Punctuation an
+ *     older table); txc follows each, with tables read off the tokenizers
+ *     package (src/hf/tokenizer_unidata.c) on top of utf8proc and PCRE2. Not
+ *     covered: a negated class inside a character class ([\W], [\P{L}])
+ *     has PCRE2's Unicode version, as do \p{..} names other than general
+ *     categories (scripts, binary properties).
  *
  * A txc_tokenizer is immutable after loading: encode/decode may run from
  * many threads at once. A txc_detok_stream belongs to one thread.
