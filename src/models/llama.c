@@ -281,6 +281,34 @@ static bool wanted(const txc_hf_config *c, uint8_t when)
     }
 }
 
+/* The layers' tensors, in table order per layer. */
+static txc_status load_layers(txc_model *m, const txc_safetensors *st)
+{
+    const txc_hf_config *c = &m->config;
+    const txc_arch *a = m->arch;
+    char why[200], name[160];
+    int64_t shape[2];
+    snprintf(why, sizeof why,
+             "hidden_size %lld, intermediate_size %lld, num_attention_heads %lld, num_key_value_heads %lld, "
+             "head_dim %lld, num_hidden_layers %lld",
+             (long long)c->hidden_size, (long long)c->intermediate_size, (long long)c->num_attention_heads,
+             (long long)c->num_key_value_heads, (long long)c->head_dim, (long long)c->num_hidden_layers);
+    for (int64_t l = 0; l < c->num_hidden_layers; l++)
+        for (int j = 0; j < a->n_layer; j++) {
+            const arch_param *lp = &a->layer[j];
+            if (!wanted(c, lp->when))
+                continue;
+            int n = role_shape(c, lp->role, false, lp->conv1d, shape);
+            snprintf(name, sizeof name, "%s.%lld.%s", a->layers, (long long)l, lp->name);
+            txc_status s = load_param(m, st, name, n, shape, why, &m->layer[l][lp->role]);
+            if (s)
+                return s;
+        }
+    return TXC_OK;
+}
+
+/* The parameter set: the embeddings, the layers, then the rest of the
+ * model-level table (final norm, lm_head when untied). */
 static txc_status load_weights(txc_model *m, const txc_safetensors *st)
 {
     const txc_hf_config *c = &m->config;
@@ -299,24 +327,8 @@ static txc_status load_weights(txc_model *m, const txc_safetensors *st)
                  (long long)c->hidden_size, p->role == G_LM_HEAD ? ", tie_word_embeddings false" : "");
         if ((s = load_param(m, st, p->name, n, shape, why, &m->g[p->role])))
             return s;
-        if (p->role == G_EMBED)
-            for (int64_t l = 0; l < c->num_hidden_layers; l++) /* layers come right after the embeddings */
-                for (int j = 0; j < a->n_layer; j++) {
-                    const arch_param *lp = &a->layer[j];
-                    int *slot = &m->layer[l][lp->role];
-                    if (!wanted(c, lp->when))
-                        continue;
-                    int ln = role_shape(c, lp->role, false, lp->conv1d, shape);
-                    snprintf(name, sizeof name, "%s.%lld.%s", a->layers, (long long)l, lp->name);
-                    snprintf(why, sizeof why,
-                             "hidden_size %lld, intermediate_size %lld, num_attention_heads %lld, "
-                             "num_key_value_heads %lld, head_dim %lld, num_hidden_layers %lld",
-                             (long long)c->hidden_size, (long long)c->intermediate_size,
-                             (long long)c->num_attention_heads, (long long)c->num_key_value_heads,
-                             (long long)c->head_dim, (long long)c->num_hidden_layers);
-                    if ((s = load_param(m, st, name, ln, shape, why, slot)))
-                        return s;
-                }
+        if (p->role == G_EMBED && (s = load_layers(m, st)))
+            return s;
     }
     if (c->tie_word_embeddings || m->g[G_LM_HEAD] < 0)
         m->g[G_LM_HEAD] = m->g[G_EMBED]; /* tied: the head is the embedding (a stored lm_head is ignored) */
