@@ -16,67 +16,7 @@
 #include "ops/kernels.h"
 #include "txc/ops.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TU_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TU_ASAN 1
-#endif
-#endif
-
-/* ---- counting the heap ---------------------------------------------------------- */
-#ifndef TU_ASAN
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-extern void __libc_free(void *);
-
-static volatile int counting;
-static long n_heap; /* allocations and frees while counting */
-
-static void note(void)
-{
-    if (counting)
-        __atomic_add_fetch(&n_heap, 1, __ATOMIC_RELAXED);
-}
-void *malloc(size_t n)
-{
-    note();
-    return __libc_malloc(n);
-}
-void *calloc(size_t a, size_t b)
-{
-    note();
-    return __libc_calloc(a, b);
-}
-void *realloc(void *p, size_t n)
-{
-    note();
-    return __libc_realloc(p, n);
-}
-void free(void *p)
-{
-    if (p)
-        note();
-    __libc_free(p);
-}
-void *aligned_alloc(size_t al, size_t n)
-{
-    note();
-    return __libc_memalign(al, n);
-}
-void *memalign(size_t al, size_t n)
-{
-    note();
-    return __libc_memalign(al, n);
-}
-int posix_memalign(void **p, size_t al, size_t n)
-{
-    note();
-    *p = __libc_memalign(al, n);
-    return *p ? 0 : 12; /* ENOMEM */
-}
+#if TU_HEAP_COUNTED
 
 /* ---- cases ------------------------------------------------------------------------- */
 
@@ -280,12 +220,12 @@ static void run_all(void)
     }
 }
 
-#endif /* !TU_ASAN */
+#endif /* TU_HEAP_COUNTED */
 
 static void test_kernels_allocate_nothing(void **state)
 {
     (void)state;
-#ifdef TU_ASAN
+#if !TU_HEAP_COUNTED
     print_message("  skipped: built with AddressSanitizer, which owns malloc\n");
     skip();
 #else
@@ -293,19 +233,16 @@ static void test_kernels_allocate_nothing(void **state)
     static const int levels[] = {-1, 1, 0};
     for (size_t l = 0; l < sizeof levels / sizeof levels[0]; l++) {
         txc_kern_set_simd_level(levels[l]);
-        n_heap = 0;
-        counting = l == 0;
+        long h0 = tu_heap_calls();
         run_all(); /* warm: the scratch grows to the largest size */
-        counting = 0;
         if (l == 0) /* the counter sees the kernels: the first run fills the scratch */
-            assert_true(n_heap > 0);
+            assert_true(tu_heap_calls() - h0 > 0);
         long total = 0;
         for (int i = 0; i < n_cases; i++) {
             kcase *c = &cases[i];
-            n_heap = 0;
-            counting = 1;
+            long before = tu_heap_calls();
             txc_status s = txc_op_get(c->op)->cpu(c->out, c->in, c->n_in, &c->a);
-            counting = 0;
+            long n_heap = tu_heap_calls() - before;
             if (s != TXC_OK)
                 fail_msg("%s: %s", c->name, txc_last_error());
             if (n_heap != 0)

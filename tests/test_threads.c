@@ -14,30 +14,6 @@
 #include "txc/model.h"
 #include "txc/threads.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define COUNT_ALLOCS 0
-#else
-#define COUNT_ALLOCS 1
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-static atomic_long n_allocs;
-void *malloc(size_t n)
-{
-    n_allocs++;
-    return __libc_malloc(n);
-}
-void *calloc(size_t a, size_t b)
-{
-    n_allocs++;
-    return __libc_calloc(a, b);
-}
-void *realloc(void *p, size_t n)
-{
-    n_allocs++;
-    return __libc_realloc(p, n);
-}
-#endif
 
 #define MAXT 10000
 
@@ -147,14 +123,14 @@ static void test_concurrent_callers(void **state)
 static void test_no_allocations(void **state)
 {
     (void)state;
-#if COUNT_ALLOCS
+#if TU_HEAP_COUNTED
     assert_int_equal(txc_threads_set(2), TXC_OK);
     nest_ctx c = {0};
     txc_parallel_for(8, inner, &c); /* starts the worker */
-    long before = atomic_load(&n_allocs);
+    long before = tu_heap_calls();
     for (int i = 0; i < 1000; i++)
         txc_parallel_for(8, inner, &c);
-    assert_int_equal(atomic_load(&n_allocs) - before, 0);
+    assert_int_equal(tu_heap_calls() - before, 0);
     assert_int_equal(atomic_load(&c.sum), 1001 * 36);
 #else
     skip();

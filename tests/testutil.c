@@ -289,3 +289,57 @@ cJSON *tu_load_json(const char *rel)
     free(text);
     return j;
 }
+
+/* ---- counting the heap (see testutil.h) --------------------------------------- */
+
+static long heap_calls;
+
+long tu_heap_calls(void) { return __atomic_load_n(&heap_calls, __ATOMIC_RELAXED); }
+
+#if TU_HEAP_COUNTED
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void __libc_free(void *);
+
+static void note(void) { __atomic_add_fetch(&heap_calls, 1, __ATOMIC_RELAXED); }
+
+void *malloc(size_t n)
+{
+    note();
+    return __libc_malloc(n);
+}
+void *calloc(size_t a, size_t b)
+{
+    note();
+    return __libc_calloc(a, b);
+}
+void *realloc(void *p, size_t n)
+{
+    note();
+    return __libc_realloc(p, n);
+}
+void free(void *p)
+{
+    if (p)
+        note();
+    __libc_free(p);
+}
+void *aligned_alloc(size_t al, size_t n)
+{
+    note();
+    return __libc_memalign(al, n);
+}
+void *memalign(size_t al, size_t n)
+{
+    note();
+    return __libc_memalign(al, n);
+}
+int posix_memalign(void **p, size_t al, size_t n)
+{
+    note();
+    *p = __libc_memalign(al, n);
+    return *p ? 0 : 12; /* ENOMEM */
+}
+#endif

@@ -25,6 +25,23 @@ void tu_rm_rf(const char *dir);
 
 #endif
 
+/* ---- counting the heap ------------------------------------------------------
+ * testutil.c wraps malloc, calloc, realloc, free (of non-NULL), aligned_alloc,
+ * memalign and posix_memalign over glibc's __libc_* functions and counts the
+ * calls (atomically, from any thread). Under AddressSanitizer, which owns
+ * malloc, nothing is wrapped: TU_HEAP_COUNTED is 0 and the count stays 0. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TU_HEAP_COUNTED 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TU_HEAP_COUNTED 0
+#endif
+#endif
+#ifndef TU_HEAP_COUNTED
+#define TU_HEAP_COUNTED 1
+#endif
+long tu_heap_calls(void);
+
 /* ---- op fixtures (JSON written by scripts/gen_*_fixtures.py) ------------ */
 #include <cjson/cJSON.h>
 #include "txc/env.h"
