@@ -27,6 +27,7 @@
  * stderr).
  */
 #include "tools/bench_cmd.h"
+#include "tools/cli.h"
 
 #include "txc/generate.h"
 #include "txc/model.h"
@@ -47,7 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXIT_ERROR 2
+
 #define DEFAULT_PROMPT "Once upon a time"
 #define MAX_MODES 8
 
@@ -79,31 +80,8 @@ typedef struct bench_row {
     double bytes_per_token, decode_gbps, peak_rss_mb;
 } bench_row;
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
-static int fail(const char *what)
-{
-    fprintf(stderr, "txc: %s%s%s\n", what, *txc_last_error() ? ": " : "", txc_last_error());
-    return EXIT_ERROR;
-}
 
-static bool parse_int(const char *flag, const char *s, int64_t min, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < min) {
-        fprintf(stderr, "txc: %s expects an integer >= %lld, got '%s'\n", flag, (long long)min, s);
-        return false;
-    }
-    *out = v;
-    return true;
-}
 
 static bool parse_seconds(const char *flag, const char *s, double *out)
 {
@@ -232,9 +210,9 @@ static double measure_membw(size_t bytes, int passes)
         passes = 16;
     uint64_t check = 0;
     for (int p = -1; p < passes; p++) {
-        double t0 = now_ms();
+        double t0 = txc_cli_now_ms();
         txc_parallel_for(c.n_tasks, membw_task, &c);
-        double ms = now_ms() - t0;
+        double ms = txc_cli_now_ms() - t0;
         for (int64_t t = 0; t < c.n_tasks; t++)
             check += c.sums[t];
         if (p >= 0)
@@ -294,7 +272,7 @@ static bool within_limit(void *ctx, int32_t id)
     (void)id;
     limit_ctx *l = ctx;
     l->n++;
-    if (l->limit_ms > 0 && l->n >= 2 && now_ms() - l->start_ms > l->limit_ms) {
+    if (l->limit_ms > 0 && l->n >= 2 && txc_cli_now_ms() - l->start_ms > l->limit_ms) {
         l->hit = true;
         return false;
     }
@@ -324,9 +302,9 @@ static txc_status run_mode(txc_model *model, const bench_mode *mode, const int32
     o.on_token = within_limit;
     o.ctx = &lim;
     txc_generate_result res;
-    lim.start_ms = now_ms();
+    lim.start_ms = txc_cli_now_ms();
     txc_status s = txc_generator_run(gen, prompt, n_prompt, &o, &res);
-    double total_ms = now_ms() - lim.start_ms;
+    double total_ms = txc_cli_now_ms() - lim.start_ms;
     if (s == TXC_OK) {
         int64_t n_decode = res.n_new > 1 ? res.n_new - 1 : 0;
         double decode_compile_ms = mode->jit ? txc_generator_jit_stats(gen, 1).compile_ms : 0;
@@ -676,25 +654,25 @@ int txc_cmd_bench(int argc, char **argv)
         case 'N': no_compile_cache = true; break;
         case 'W': membw = true; break;
         case 'T':
-            if (!parse_int("--threads", optarg, 1, &threads))
+            if (!txc_cli_parse_int("--threads", optarg, 1, &threads))
                 return EXIT_ERROR;
             if (txc_threads_set(threads > TXC_MAX_THREADS ? TXC_MAX_THREADS : (int)threads) != TXC_OK)
-                return fail("--threads");
+                return txc_cli_fail_in("--threads");
             break;
         case 'S':
-            if (!parse_int("--seed", optarg, 0, &seed))
+            if (!txc_cli_parse_int("--seed", optarg, 0, &seed))
                 return EXIT_ERROR;
             break;
         case 'n':
-            if (!parse_int("--new-tokens", optarg, 1, &new_tokens))
+            if (!txc_cli_parse_int("--new-tokens", optarg, 1, &new_tokens))
                 return EXIT_ERROR;
             break;
         case 'P':
-            if (!parse_int("--prompt-tokens", optarg, 1, &prompt_tokens))
+            if (!txc_cli_parse_int("--prompt-tokens", optarg, 1, &prompt_tokens))
                 return EXIT_ERROR;
             break;
         case 'L':
-            if (!parse_int("--max-cache-len", optarg, 1, &max_cache_len))
+            if (!txc_cli_parse_int("--max-cache-len", optarg, 1, &max_cache_len))
                 return EXIT_ERROR;
             break;
         case 'B':
@@ -734,7 +712,7 @@ int txc_cmd_bench(int argc, char **argv)
         txc_hf_config unused;
         txc_clear_error();
         txc_synthetic_config(synthetic, &unused); /* its message lists the known names */
-        return fail("--synthetic");
+        return txc_cli_fail_in("--synthetic");
     }
     txc_dtype dtype = TXC_F32;
     if (dtype_name) {
@@ -786,12 +764,12 @@ int txc_cmd_bench(int argc, char **argv)
         if (progress)
             fprintf(stderr, "bench: generating %s weights (%s)...\n", bi.model, txc_dtype_name(dtype));
         if (txc_model_synthetic(synthetic, dtype, (uint64_t)seed, NULL, &model) != TXC_OK)
-            return fail(synthetic);
+            return txc_cli_fail_in(synthetic);
         bi.file_dtype = txc_dtype_name(dtype);
     } else {
         txc_model_options mo = {.convert_dtype = dtype_name != NULL, .dtype = dtype};
         if (txc_model_load(model_dir, &mo, &model) != TXC_OK)
-            return fail(model_dir);
+            return txc_cli_fail_in(model_dir);
         const char *td = txc_model_config(model)->torch_dtype;
         bi.file_dtype = *td ? td : "unknown";
     }
@@ -808,7 +786,7 @@ int txc_cmd_bench(int argc, char **argv)
         txc_tokenizer *tok = NULL;
         if (txc_tokenizer_load(model_dir, &tok) != TXC_OK) {
             txc_model_free(model);
-            return fail(model_dir);
+            return txc_cli_fail_in(model_dir);
         }
         txc_status s = txc_tokenizer_encode(tok, bi.prompt_text, strlen(bi.prompt_text), true, &prompt, &n_prompt);
         txc_tokenizer_free(tok);
@@ -817,7 +795,7 @@ int txc_cmd_bench(int argc, char **argv)
             txc_model_free(model);
             if (s == TXC_OK)
                 fprintf(stderr, "txc: --prompt: the prompt encodes to no tokens\n");
-            return s == TXC_OK ? EXIT_ERROR : fail("--prompt");
+            return s == TXC_OK ? EXIT_ERROR : txc_cli_fail_in("--prompt");
         }
     } else {
         n_prompt = (size_t)(prompt_tokens > 0 ? prompt_tokens : 8);
@@ -862,7 +840,7 @@ int txc_cmd_bench(int argc, char **argv)
         txc_clear_error();
         if (run_mode(model, modes[i], prompt, (int64_t)n_prompt, new_tokens, max_cache_len, baseline_limit,
                      compile_cache, &rows[i]) != TXC_OK) {
-            rc = fail(modes[i]->name);
+            rc = txc_cli_fail_in(modes[i]->name);
             break;
         }
         rows[i].peak_rss_mb = peak_rss_mb();

@@ -12,6 +12,7 @@
  * Exit status: 0, or 2 on any error (one line on stderr).
  */
 #include "tools/tokenize_cmd.h"
+#include "tools/cli.h"
 
 #include "txc/tokenizer.h"
 
@@ -21,8 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define EXIT_ERROR 2
-#define DEFAULT_MODEL_REL "../shared/models/stories260K"
+
 
 static void usage(FILE *f)
 {
@@ -40,12 +40,6 @@ static void usage(FILE *f)
             "  --keep-special       with --decode: keep special tokens (default: skip them)\n");
 }
 
-static int fail(const char *what)
-{
-    const char *e = txc_last_error();
-    fprintf(stderr, "txc: %s%s%s\n", what, *e ? ": " : "", e);
-    return EXIT_ERROR;
-}
 
 /* Print a token string readably: as in the vocab, but with '\\', control
  * characters and DEL escaped (\n, \t, \r, \\, else \xHH). */
@@ -211,13 +205,7 @@ int txc_cmd_tokenize(int argc, char **argv)
         rc = EXIT_ERROR;
     }
     if (!rc && !model) {
-        const char *env = getenv("TXC_MODEL");
-        struct stat sb;
-        if (env && *env)
-            model = env;
-        else if (stat(DEFAULT_MODEL_REL, &sb) == 0 && S_ISDIR(sb.st_mode))
-            model = DEFAULT_MODEL_REL;
-        else {
+        if (!(model = txc_cli_default_model())) {
             fprintf(stderr, "txc: no model given: pass --model DIR (a folder holding "
                             "tokenizer.json) or set TXC_MODEL\n");
             rc = EXIT_ERROR;
@@ -237,7 +225,7 @@ int txc_cmd_tokenize(int argc, char **argv)
     txc_tokenizer *tok = NULL;
     if (txc_tokenizer_load(model, &tok) != TXC_OK) {
         free(pos);
-        return fail(model);
+        return txc_cli_fail_in(model);
     }
     int32_t *ids = NULL;
     size_t n = 0;
@@ -246,7 +234,7 @@ int txc_cmd_tokenize(int argc, char **argv)
         char *text = NULL;
         size_t len = 0;
         if (!rc && txc_tokenizer_decode(tok, ids, n, !keep_special, &text, &len) != TXC_OK)
-            rc = fail("--decode");
+            rc = txc_cli_fail_in("--decode");
         if (!rc) {
             fwrite(text, 1, len, stdout);
             putchar('\n');
@@ -265,7 +253,7 @@ int txc_cmd_tokenize(int argc, char **argv)
             }
         }
         if (!rc && txc_tokenizer_encode(tok, text, len, !no_special, &ids, &n) != TXC_OK)
-            rc = fail("tokenize");
+            rc = txc_cli_fail_in("tokenize");
         for (size_t i = 0; i < n && !rc; i++) {
             if (ids_only) {
                 printf(i ? " %d" : "%d", (int)ids[i]);

@@ -14,6 +14,7 @@
 #include "txc/threads.h"
 #include "txc/tokenizer.h"
 #include "tools/bench_cmd.h"
+#include "tools/cli.h"
 #include "tools/tokenize_cmd.h"
 
 #include <errno.h>
@@ -27,26 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXIT_ERROR 2
-#define DEFAULT_MODEL_REL "../shared/models/stories260K"
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
-/* One line on stderr: the library's message (it names the file, field or
- * op), else what failed. */
-static int fail(const char *what)
-{
-    if (*txc_last_error())
-        fprintf(stderr, "txc: %s\n", txc_last_error());
-    else
-        fprintf(stderr, "txc: %s failed\n", what);
-    return EXIT_ERROR;
-}
 
 static bool is_dir(const char *p)
 {
@@ -54,28 +37,7 @@ static bool is_dir(const char *p)
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* --model, else $TXC_MODEL, else ../shared/models/stories260K from the
- * current directory (the repository root in the README's commands). */
-static const char *default_model(void)
-{
-    const char *env = getenv("TXC_MODEL");
-    if (env && *env)
-        return env;
-    return is_dir(DEFAULT_MODEL_REL) ? DEFAULT_MODEL_REL : NULL;
-}
 
-static bool parse_int(const char *flag, const char *s, int64_t min, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < min) {
-        fprintf(stderr, "txc: %s expects an integer >= %lld, got '%s'\n", flag, (long long)min, s);
-        return false;
-    }
-    *out = v;
-    return true;
-}
 
 /* A float in [lo, hi] (lo excluded when lo_open). */
 static bool parse_float(const char *flag, const char *s, double lo, bool lo_open, double hi, double *out)
@@ -279,12 +241,12 @@ static int cmd_generate(int argc, char **argv)
         case 'm': model_dir = optarg; break;
         case 'p': prompt = optarg; break;
         case 'n':
-            if (!parse_int("--max-new-tokens", optarg, 1, &max_new_tokens))
+            if (!txc_cli_parse_int("--max-new-tokens", optarg, 1, &max_new_tokens))
                 return EXIT_ERROR;
             break;
         case 'c': cache_name = optarg; break;
         case 'L':
-            if (!parse_int("--max-cache-len", optarg, 1, &max_cache_len))
+            if (!txc_cli_parse_int("--max-cache-len", optarg, 1, &max_cache_len))
                 return EXIT_ERROR;
             break;
         case 'v': verbose = true; break;
@@ -297,7 +259,7 @@ static int cmd_generate(int argc, char **argv)
                 return EXIT_ERROR;
             break;
         case OPT_TOP_K:
-            if (!parse_int("--top-k", optarg, 0, &top_k))
+            if (!txc_cli_parse_int("--top-k", optarg, 0, &top_k))
                 return EXIT_ERROR;
             break;
         case OPT_TOP_P:
@@ -338,10 +300,10 @@ static int cmd_generate(int argc, char **argv)
             mopts.convert_dtype = true;
             break;
         case OPT_THREADS:
-            if (!parse_int("--threads", optarg, 1, &threads))
+            if (!txc_cli_parse_int("--threads", optarg, 1, &threads))
                 return EXIT_ERROR;
             if (txc_threads_set(threads > TXC_MAX_THREADS ? TXC_MAX_THREADS : (int)threads) != TXC_OK)
-                return fail("--threads");
+                return txc_cli_fail("--threads");
             break;
         case 'h': usage_generate(stdout); return 0;
         default:
@@ -356,8 +318,8 @@ static int cmd_generate(int argc, char **argv)
     }
     txc_cache_kind cache = TXC_CACHE_STATIC;
     if (cache_name && txc_cache_kind_parse(cache_name, &cache) != TXC_OK)
-        return fail("--cache");
-    if (!model_dir && !(model_dir = default_model())) {
+        return txc_cli_fail("--cache");
+    if (!model_dir && !(model_dir = txc_cli_default_model())) {
         fprintf(stderr, "txc: no model given: pass --model DIR (a Hugging Face model folder) or set TXC_MODEL; "
                         "the default %s was not found\n", DEFAULT_MODEL_REL);
         return EXIT_ERROR;
@@ -367,23 +329,23 @@ static int cmd_generate(int argc, char **argv)
         return EXIT_ERROR;
     }
 
-    double t0 = now_ms();
+    double t0 = txc_cli_now_ms();
     txc_model *model = NULL;
     txc_tokenizer *tok = NULL;
     if (txc_model_load(model_dir, &mopts, &model) != TXC_OK)
-        return fail(model_dir);
+        return txc_cli_fail(model_dir);
     if (txc_tokenizer_load(model_dir, &tok) != TXC_OK) {
         txc_model_free(model);
-        return fail(model_dir);
+        return txc_cli_fail(model_dir);
     }
-    double load_ms = now_ms() - t0;
+    double load_ms = txc_cli_now_ms() - t0;
     /* A broken generation_config.json is an error, not silently dropped
      * (its eos_token_id decides where generation stops). */
     txc_generation_config gcfg;
     if (txc_generation_config_load(model_dir, &gcfg) != TXC_OK) {
         txc_tokenizer_free(tok);
         txc_model_free(model);
-        return fail("generation_config.json");
+        return txc_cli_fail("generation_config.json");
     }
     const txc_hf_config *mcfg = txc_model_config(model);
     if (txc_tokenizer_vocab_size(tok) > mcfg->vocab_size) {
@@ -440,10 +402,10 @@ static int cmd_generate(int argc, char **argv)
     if (encoded && max_new_tokens <= 0 && gcfg.present && gcfg.max_new_tokens <= 0 && gcfg.max_length > 0)
         opts.max_new_tokens = gcfg.max_length > (int64_t)n_ids ? gcfg.max_length - (int64_t)n_ids : 1;
     if (!encoded) {
-        rc = fail("prompt");
+        rc = txc_cli_fail("prompt");
     } else if (txc_generator_run(gen, ids, (int64_t)n_ids, &opts, &res) != TXC_OK || sc.failed) {
         fflush(stdout);
-        rc = fail("generate");
+        rc = txc_cli_fail("generate");
     } else {
         const char *piece;
         size_t n;
