@@ -382,19 +382,15 @@ txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64
                              input_ids[i], (long long)i, (long long)c->vocab_size);
     int64_t total = n_input + o->max_new_tokens;
     int64_t max_cache_len = o->max_cache_len > 0 ? o->max_cache_len : total;
-    if (max_cache_len > c->max_position_embeddings) /* no position past it is ever used */
-        max_cache_len = c->max_position_embeddings;
+    const int64_t max_pos = txc_model_max_positions(model); /* dynamic NTK RoPE: unbounded */
+    if (max_cache_len > max_pos) /* no position past it is ever used */
+        max_cache_len = max_pos;
     if (o->cache == TXC_CACHE_STATIC && n_input > max_cache_len)
         return txc_error(TXC_ERR_CAPACITY, "generate: the prompt has %lld tokens, more than max_cache_len %lld",
                          (long long)n_input, (long long)max_cache_len);
-    if (n_input > c->max_position_embeddings)
+    if (n_input > max_pos)
         return txc_error(TXC_ERR_CAPACITY, "generate: the prompt has %lld tokens, more than max_position_embeddings %lld",
-                         (long long)n_input, (long long)c->max_position_embeddings);
-    if (c->sliding_window > 0 && (c->use_sliding_window || strcmp(c->model_type, "mistral") == 0) &&
-        total > c->sliding_window)
-        return txc_error(TXC_ERR_UNSUPPORTED, "generate: %lld tokens exceed sliding_window %lld (sliding-window "
-                                              "attention is not supported yet)", (long long)total,
-                         (long long)c->sliding_window);
+                         (long long)n_input, (long long)max_pos);
     /* Generation ends early, with a reason, where the cache or the
      * position table ends. */
     const char *limit = "max_new_tokens";
@@ -402,8 +398,8 @@ txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64
         total = max_cache_len;
         limit = "max_cache_len";
     }
-    if (total > c->max_position_embeddings) {
-        total = c->max_position_embeddings;
+    if (total > max_pos) {
+        total = max_pos;
         limit = "max_position_embeddings";
     }
 
