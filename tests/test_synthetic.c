@@ -67,7 +67,7 @@ static void test_names(void **state)
     assert_string_equal(txc_synthetic_find("HuggingFaceTB/SmolLM2-135M")->checkpoint, "HuggingFaceTB/SmolLM2-135M");
     assert_null(txc_synthetic_find("gpt-5"));
     assert_null(txc_synthetic_find(NULL));
-    assert_non_null(txc_synthetic_find("llama-3.2-1b")->differs); /* plain RoPE, said so */
+    assert_null(txc_synthetic_find("llama-3.2-1b")->differs); /* its real rope_scaling (llama3) */
     assert_null(txc_synthetic_find("qwen2.5-0.5b")->differs);
 }
 
@@ -104,7 +104,10 @@ static void test_configs(void **state)
         assert_true(c.rope_theta == w[i].theta);
         assert_true(c.rms_norm_eps == w[i].eps);
         assert_true(c.tie_word_embeddings == w[i].tied);
-        assert_false(c.has_rope_scaling);
+        /* only Llama 3.2 scales its RoPE (llama3, factor 32), as the checkpoint */
+        assert_true(c.has_rope_scaling == (strcmp(w[i].name, "llama-3.2-1b") == 0));
+        if (c.has_rope_scaling)
+            assert_string_equal(c.rope_scaling_type, "llama3");
         assert_string_equal(c.hidden_act, "silu");
         assert_true(fabs(txc_synthetic_find(w[i].name)->initializer_range - w[i].init) < 1e-12);
         assert_true((strcmp(c.model_type, "qwen2") == 0 || c.attention_bias) == w[i].bias);

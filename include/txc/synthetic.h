@@ -9,12 +9,8 @@
  *   llama-3.2-1b    meta-llama/Llama-3.2-1B         llama     1,235,814,400
  *   stories260k     stories260K (../shared/models)  llama           260,160
  *
- * The configs are the checkpoints' config.json, field for field, with one
- * exception: llama-3.2-1b's rope_scaling (rope_type "llama3", factor 32)
- * is left out — txc's model does not implement rope_scaling yet, so the
- * synthetic Llama-3.2-1B uses plain RoPE with rope_theta 500000 (same
- * shapes and cost; the values would differ from the real model past a few
- * thousand positions, which random weights make moot anyway).
+ * The configs are the checkpoints' config.json, field for field (Llama 3.2
+ * with its rope_scaling of type llama3, factor 32).
  *
  * The weights: every matrix and bias is drawn from an approximately normal
  * distribution with mean 0 and standard deviation initializer_range (as
