@@ -1,5 +1,6 @@
 /* config.json and generation_config.json; see include/txc/hf_config.h. */
 #include "txc/hf_config.h"
+#include "hf/files.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -205,65 +206,7 @@ static txc_status parse_object(const char *text, size_t len, const char *origin,
     return TXC_OK;
 }
 
-/* Read a whole file. *missing (when non-NULL) is set instead of an error
- * when the file does not exist. */
-static txc_status read_file(const char *path, char **text, size_t *len, bool *missing)
-{
-    *text = NULL;
-    if (missing)
-        *missing = false;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (missing && errno == ENOENT) {
-            *missing = true;
-            return TXC_OK;
-        }
-        return txc_error(TXC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    }
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
-        return txc_error(TXC_ERR_IO, "cannot read %s: not a regular file", path);
-    }
-    if ((uint64_t)sb.st_size > CONFIG_MAX_BYTES) {
-        fclose(f);
-        return txc_error(TXC_ERR_FORMAT, "%s: %lld bytes, too large for a config file", path,
-                         (long long)sb.st_size);
-    }
-    size_t n = (size_t)sb.st_size;
-    char *buf = malloc(n + 1);
-    if (!buf) {
-        fclose(f);
-        return txc_error(TXC_ERR_NOMEM, "out of memory reading %s", path);
-    }
-    size_t r = fread(buf, 1, n, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad || r != n) {
-        free(buf);
-        return txc_error(TXC_ERR_IO, "cannot read %s", path);
-    }
-    buf[n] = '\0';
-    *text = buf;
-    *len = n;
-    return TXC_OK;
-}
 
-static char *join(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (!p) {
-        txc_error(TXC_ERR_NOMEM, "out of memory");
-        return NULL;
-    }
-    memcpy(p, dir, a);
-    size_t k = a;
-    if (a > 0 && dir[a - 1] != '/')
-        p[k++] = '/';
-    memcpy(p + k, name, b + 1);
-    return p;
-}
 
 /* ---- config.json ----------------------------------------------------- */
 
@@ -656,12 +599,12 @@ txc_status txc_hf_config_load(const char *model_dir, txc_hf_config *out)
 {
     if (!model_dir || !out)
         return txc_error(TXC_ERR_INVALID, "txc_hf_config_load: NULL argument");
-    char *path = join(model_dir, "config.json");
+    char *path = txc_hf_path_join(model_dir, "config.json");
     if (!path)
         return TXC_ERR_NOMEM;
     char *text;
     size_t len = 0;
-    txc_status rc = read_file(path, &text, &len, NULL);
+    txc_status rc = txc_hf_read_file(path, CONFIG_MAX_BYTES, &text, &len, NULL);
     if (!rc) {
         rc = txc_hf_config_parse(text, len, path, out);
         free(text);
@@ -750,13 +693,13 @@ txc_status txc_generation_config_load(const char *model_dir, txc_generation_conf
     if (!model_dir || !out)
         return txc_error(TXC_ERR_INVALID, "txc_generation_config_load: NULL argument");
     txc_generation_config_defaults(out);
-    char *path = join(model_dir, "generation_config.json");
+    char *path = txc_hf_path_join(model_dir, "generation_config.json");
     if (!path)
         return TXC_ERR_NOMEM;
     char *text;
     size_t len = 0;
     bool missing;
-    txc_status rc = read_file(path, &text, &len, &missing);
+    txc_status rc = txc_hf_read_file(path, CONFIG_MAX_BYTES, &text, &len, &missing);
     if (!rc && !missing) {
         rc = txc_generation_config_parse(text, len, path, out);
         free(text);

@@ -1,5 +1,6 @@
 /* safetensors reader (mmap, zero copy); see include/txc/safetensors.h. */
 #include "txc/safetensors.h"
+#include "hf/files.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -42,21 +43,6 @@ static char *xstrdup(const char *s)
     return p;
 }
 
-static char *path_join(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (!p) {
-        txc_error(TXC_ERR_NOMEM, "out of memory (safetensors)");
-        return NULL;
-    }
-    memcpy(p, dir, a);
-    size_t k = a;
-    if (a > 0 && dir[a - 1] != '/')
-        p[k++] = '/';
-    memcpy(p + k, name, b + 1);
-    return p;
-}
 
 static bool is_regular_file(const char *path)
 {
@@ -413,48 +399,6 @@ static txc_status open_single(txc_safetensors *st, const char *path)
     return sort_and_check(st);
 }
 
-static char *read_text_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        txc_error(TXC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n == cap) {
-            if (cap >= TXC_SAFETENSORS_MAX_HEADER) {
-                txc_error(TXC_ERR_FORMAT, "%s: larger than %u bytes", path, TXC_SAFETENSORS_MAX_HEADER);
-                goto fail;
-            }
-            cap = cap ? cap * 2 : 65536;
-            char *p = realloc(buf, cap + 1);
-            if (!p) {
-                txc_error(TXC_ERR_NOMEM, "out of memory reading %s", path);
-                goto fail;
-            }
-            buf = p;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0) {
-            if (ferror(f)) {
-                txc_error(TXC_ERR_IO, "cannot read %s", path);
-                goto fail;
-            }
-            break;
-        }
-    }
-    fclose(f);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-fail:
-    free(buf);
-    fclose(f);
-    return NULL;
-}
 
 /* A shard name must stay in the index's directory. */
 static bool shard_name_ok(const char *s)
@@ -476,9 +420,10 @@ static bool shard_name_ok(const char *s)
 static txc_status open_index(txc_safetensors *st, const char *index_path)
 {
     size_t len = 0;
-    char *text = read_text_file(index_path, &len);
-    if (!text)
-        return txc_last_status() ? txc_last_status() : TXC_ERR_IO;
+    char *text = NULL;
+    txc_status rs = txc_hf_read_file(index_path, TXC_SAFETENSORS_MAX_HEADER, &text, &len, NULL);
+    if (rs != TXC_OK)
+        return rs;
     txc_status rc = TXC_OK;
     char **files = NULL;
     char *dir = NULL;
@@ -544,7 +489,7 @@ static txc_status open_index(txc_safetensors *st, const char *index_path)
         dir[dl] = '\0';
     }
     for (i = 0; i < nu; i++) {
-        st->paths[i] = path_join(dir ? dir : "", files[i]);
+        st->paths[i] = txc_hf_path_join(dir ? dir : "", files[i]);
         if (!st->paths[i]) {
             rc = TXC_ERR_NOMEM;
             goto done;
@@ -607,8 +552,8 @@ txc_status txc_safetensors_open(const char *path, txc_safetensors **out)
         return txc_error(TXC_ERR_NOMEM, "out of memory (safetensors)");
     txc_status rc;
     if (S_ISDIR(sb.st_mode)) {
-        char *single = path_join(path, "model.safetensors");
-        char *index = path_join(path, "model.safetensors.index.json");
+        char *single = txc_hf_path_join(path, "model.safetensors");
+        char *index = txc_hf_path_join(path, "model.safetensors.index.json");
         if (!single || !index)
             rc = TXC_ERR_NOMEM;
         else if (is_regular_file(single))

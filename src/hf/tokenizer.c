@@ -2,6 +2,7 @@
  * tokenizer.json: loading, the added vocabulary, encode and decode
  * (the `tokenizers` crate's TokenizerImpl and AddedVocabulary).
  */
+#include "hf/files.h"
 #include "hf/tokenizer_impl.h"
 
 #include <cjson/cJSON.h>
@@ -436,35 +437,6 @@ static void find_bos(txc_tokenizer *t)
     }
 }
 
-static txc_status read_file(const char *path, char **data, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return txc_error(TXC_ERR_IO, "tokenizer: cannot open %s: %s", path, strerror(errno));
-    tk_buf b = {0};
-    txc_status st = TXC_OK;
-    for (;;) {
-        st = tk_buf_reserve(&b, 1 << 16);
-        if (st)
-            break;
-        size_t got = fread(b.p + b.n, 1, b.cap - b.n - 1, f);
-        b.n += got;
-        if (got == 0) {
-            if (ferror(f))
-                st = txc_error(TXC_ERR_IO, "tokenizer: cannot read %s", path);
-            break;
-        }
-    }
-    fclose(f);
-    if (st) {
-        tk_buf_free(&b);
-        return st;
-    }
-    b.p[b.n] = '\0';
-    *data = b.p;
-    *len = b.n;
-    return TXC_OK;
-}
 
 static txc_status load_json(txc_tokenizer *t, const cJSON *root)
 {
@@ -508,7 +480,7 @@ txc_status txc_tokenizer_load(const char *path, txc_tokenizer **out)
     }
     char *data = NULL;
     size_t len = 0;
-    txc_status st = read_file(file ? file : path, &data, &len);
+    txc_status st = txc_hf_read_file(file ? file : path, (size_t)1 << 30, &data, &len, NULL);
     if (st) {
         free(file);
         return st;

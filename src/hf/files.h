@@ -1,0 +1,19 @@
+/* hf/files.h — reading a model folder's small files (internal to hf/). */
+#ifndef TXC_HF_FILES_H
+#define TXC_HF_FILES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "txc/status.h"
+
+/* "dir/name" (one '/' between), malloc'd; NULL + TXC_ERR_NOMEM. */
+char *txc_hf_path_join(const char *dir, const char *name);
+
+/* Read the whole regular file `path` into a malloc'd, NUL-terminated
+ * buffer (*text, *len without the NUL). When `missing` is non-NULL, a file
+ * that does not exist sets *missing and returns TXC_OK with *text NULL.
+ * Errors: TXC_ERR_IO ("cannot open PATH: reason", not a regular file, a
+ * read error), TXC_ERR_FORMAT (larger than max_bytes), TXC_ERR_NOMEM. */
+txc_status txc_hf_read_file(const char *path, size_t max_bytes, char **text, size_t *len, bool *missing);
+
+#endif
