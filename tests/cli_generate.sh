@@ -113,7 +113,7 @@ gen --seed 1 --temperature 0.5 >"$tmp/g2" && cmp -s "$tmp/greedy" "$tmp/g2" \
   && ok "--temperature without --do-sample stays greedy (transformers)" || bad "--temperature alone: $(cat "$tmp/g2")"
 gen --do-sample --seed 5 --temperature 0.8 --top-k 40 --top-p 0.9 --min-p 0.05 --verbose >"$tmp/mix" \
   && grep -q "^sampling: seed 5, temperature 0.8, top_k 40, top_p 0.9, min_p 0.05" "$tmp/serr" \
-  && grep -q "^jit: 1 prefill + 1 decode compilations" "$tmp/serr" && ok "sampling flags, one decode plan" \
+  && grep -q "^jit: 1 prefill + 1 decode plans" "$tmp/serr" && ok "sampling flags, one decode plan" \
   || bad "sampling flags: $(cat "$tmp/serr")"
 gen --repetition-penalty 1.5 >"$tmp/pen" && ! cmp -s "$tmp/greedy" "$tmp/pen" && ok "--repetition-penalty" \
   || bad "--repetition-penalty changed nothing: $(cat "$tmp/pen")"
@@ -142,6 +142,8 @@ printf '{"bos_token_id": 1, "eos_token_id": [1, 2], "do_sample": true, "temperat
   || bad "--greedy: $(cat "$tmp/gc3")"
 expect_error "bad --temperature" "temperature" "$TXC" generate --model "$MODEL" --do-sample --temperature -1
 expect_error "zero --temperature" "temperature" "$TXC" generate --model "$MODEL" --do-sample --temperature 0
+expect_error "--temperature that overflows float32 logits" "1e-30" "$TXC" generate --model "$MODEL" --do-sample --temperature 1e-50
+expect_error "--repetition-penalty that underflows" "1e-30" "$TXC" generate --model "$MODEL" --repetition-penalty 1e-50
 expect_error "bad --top-p" "top-p" "$TXC" generate --model "$MODEL" --top-p 1.5
 expect_error "bad --top-k" "top-k" "$TXC" generate --model "$MODEL" --top-k -2
 expect_error "bad --min-p" "min-p" "$TXC" generate --model "$MODEL" --min-p nan

@@ -74,16 +74,22 @@ static sampling sampling_of(const txc_generate_options *o)
     return sp;
 }
 
+/* The logits are float32: dividing them by a factor outside [1e-30, 1e30]
+ * overflows them to inf (then NaN in the softmax) or flushes them to 0. */
+#define FACTOR_MIN 1e-30
+#define FACTOR_MAX 1e30
+
 static txc_status check_sampling(const txc_generate_options *o)
 {
-    if (!(o->repetition_penalty > 0.0 && isfinite(o->repetition_penalty)))
-        return txc_error(TXC_ERR_INVALID, "generate: repetition_penalty must be a number > 0 (1: off), got %g",
-                         o->repetition_penalty);
+    if (!(o->repetition_penalty >= FACTOR_MIN && o->repetition_penalty <= FACTOR_MAX))
+        return txc_error(TXC_ERR_INVALID, "generate: repetition_penalty must be a number in [1e-30, 1e30] (1: off), "
+                                          "got %g", o->repetition_penalty);
     if (!o->do_sample)
         return TXC_OK;
-    if (!(o->temperature > 0.0 && isfinite(o->temperature)))
-        return txc_error(TXC_ERR_INVALID, "generate: temperature must be > 0 when sampling, got %g (for greedy "
-                                          "decoding turn do_sample off)", o->temperature);
+    if (!(o->temperature >= FACTOR_MIN && o->temperature <= FACTOR_MAX))
+        return txc_error(TXC_ERR_INVALID, "generate: temperature must be in [1e-30, 1e30] when sampling (the "
+                                          "float32 logits overflow past it), got %g (for greedy decoding turn "
+                                          "do_sample off)", o->temperature);
     if (o->top_k < 0)
         return txc_error(TXC_ERR_INVALID, "generate: top_k must be >= 0 (0: off), got %lld", (long long)o->top_k);
     if (!(o->top_p >= 0.0 && o->top_p <= 1.0))

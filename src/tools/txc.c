@@ -446,8 +446,12 @@ static int cmd_generate(int argc, char **argv)
             else
                 fprintf(stderr, "sampling: off (greedy), repetition_penalty %g\n", opts.repetition_penalty);
             if (opts.jit) {
-                fprintf(stderr, "jit: %lld prefill + %lld decode compilations, %.1f ms\n",
-                        (long long)res.prefill_compilations, (long long)res.decode_compilations, res.compile_ms);
+                txc_jit_stats ps[2] = {txc_generator_jit_stats(gen, 0), txc_generator_jit_stats(gen, 1)};
+                /* a plan loaded from the compile cache is not a compilation */
+                fprintf(stderr, "jit: %lld prefill + %lld decode plans (%llu of them loaded from the compile cache), "
+                                "%.1f ms\n",
+                        (long long)res.prefill_compilations, (long long)res.decode_compilations,
+                        (unsigned long long)(ps[0].cache_loads + ps[1].cache_loads), res.compile_ms);
                 for (int w = 0; w < 2; w++) {
                     txc_jit_stats js = txc_generator_jit_stats(gen, w);
                     if (js.misses)
@@ -457,7 +461,10 @@ static int cmd_generate(int argc, char **argv)
                                 (double)js.arena_bytes / 1024.0, txc_generator_last_recompile_reason(gen, w));
                 }
                 txc_jit_stats cs[2] = {txc_generator_jit_stats(gen, 0), txc_generator_jit_stats(gen, 1)};
-                if (compile_cache && *compile_cache)
+                struct stat cst;
+                if (compile_cache && *compile_cache && stat(compile_cache, &cst) == 0 && !S_ISDIR(cst.st_mode))
+                    fprintf(stderr, "compile cache: %s is not a directory: nothing cached\n", compile_cache);
+                else if (compile_cache && *compile_cache)
                     fprintf(stderr, "compile cache: %s: %llu plans loaded, %llu saved, %llu files rejected (corrupt "
                                     "or stale), %llu not written\n",
                             compile_cache, (unsigned long long)(cs[0].cache_loads + cs[1].cache_loads),
