@@ -52,6 +52,10 @@ struct txc_jit {
     char cache_msg[3 * PATH_MAX + 1024];
 };
 
+/* Plans one jit saves to the compile cache per process, at most (a power-of-
+ * two prefill bucket per doubling of the prompt needs ~log2(max_cache_len)). */
+#define TXC_JIT_MAX_SAVES 32
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -451,7 +455,12 @@ static txc_plan *compile(txc_jit *jit, txc_tensor *const *in, int n, const void 
             return NULL;
         }
         jit->stats.last_compile_source = "compiled";
-        if (cached) { /* a failure to save is not the call's: it is reported, not returned */
+        if (cached && jit->stats.cache_saves >= TXC_JIT_MAX_SAVES) {
+            /* A jit that keeps compiling new shapes (a DynamicCache step)
+             * would fill the folder with plans never loaded again. */
+            snprintf(jit->cache_msg, sizeof jit->cache_msg,
+                     "compile cache: not saved (this jit already saved %d plans in this process)", TXC_JIT_MAX_SAVES);
+        } else if (cached) { /* a failure to save is not the call's: it is reported, not returned */
             char why[PATH_MAX + 256];
             size_t l = strlen(jit->cache_msg);
             if (txc_persist_save(path, jit->name, key, g, arena, why, sizeof why)) {
