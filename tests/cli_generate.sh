@@ -92,6 +92,7 @@ expect_error "missing tokenizer.json" "tokenizer.json" "$TXC" generate --model "
 expect_error "prompt longer than max_cache_len" "max_cache_len 4" \
   "$TXC" generate --model "$MODEL" --prompt "Once upon a time there was" --max-cache-len 4
 expect_error "bad --cache" "none, dynamic or static" "$TXC" generate --model "$MODEL" --cache paged
+expect_error "an option where a value belongs" "--cache needs a value" "$TXC" generate --model "$MODEL" --cache --max-new-tokens 3
 expect_error "bad --max-new-tokens" "max-new-tokens" "$TXC" generate --model "$MODEL" --max-new-tokens zero
 expect_error "unknown command" "unknown command" "$TXC" frobnicate
 expect_error "unknown option" "--frobnicate" "$TXC" generate --model "$MODEL" --frobnicate

@@ -237,6 +237,12 @@ static int cmd_generate(int argc, char **argv)
     opterr = 0; /* one line of our own instead of getopt's */
     int ch;
     while ((ch = getopt_long(argc, argv, "m:p:n:c:L:vh", longopts, NULL)) != -1) {
+        /* "--cache --max-new-tokens 3": the next option was taken as the value */
+        if (optarg && optarg[0] == '-' && optarg[1] == '-' && ch != 'p' && ch != OPT_STOP) {
+            fprintf(stderr, "txc: %s needs a value (got the option '%s')\n",
+                    optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1], optarg);
+            return EXIT_ERROR;
+        }
         switch (ch) {
         case 'm': model_dir = optarg; break;
         case 'p': prompt = optarg; break;
