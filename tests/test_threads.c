@@ -4,6 +4,7 @@
  * parallel call allocates nothing once the workers exist. */
 #include "testutil.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "ops/kernels.h"
 #include "txc/generate.h"
 #include "txc/model.h"
+#include "txc/ops.h"
 #include "txc/threads.h"
 
 
@@ -210,6 +212,137 @@ static void test_gemm_bit_identical(void **state)
     free(A), free(Bf), free(Bh), free(C1), free(C2);
 }
 
+/* Attention split over threads (by (batch, kv head) group, or by row
+ * chunks when there are fewer groups than threads) gives the bits of one
+ * thread: GQA decode by position, prefill with a sliding window and
+ * soft-capping over a bf16 cache, torch's causal and an explicit mask; and
+ * after a warm-up call at each thread count, no heap calls. Runs before
+ * any GEMM has gone parallel in this process (the workers' exit hook). */
+static uint64_t att_rng = 0x2545f4914f6cdd1dull;
+
+static txc_tensor *att_rnd(txc_dtype dt, int ndim, const int64_t *shape)
+{
+    int64_t n = txc_shape_numel(ndim, shape);
+    float *v = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+        att_rng ^= att_rng << 13, att_rng ^= att_rng >> 7, att_rng ^= att_rng << 17;
+        v[i] = (float)((double)(att_rng >> 11) / 9007199254740992.0 * 4.0 - 2.0);
+    }
+    txc_tensor *f = txc_tensor_from_data(NULL, TXC_F32, ndim, shape, v);
+    free(v);
+    assert_non_null(f);
+    if (dt == TXC_F32)
+        return f;
+    txc_tensor *t = txc_to_dtype(f, dt);
+    txc_tensor_release(f);
+    assert_non_null(t);
+    return t;
+}
+
+typedef struct {
+    const char *name;
+    txc_op_id op;
+    int64_t B, Hq, Hkv, L, S, E;
+    txc_dtype qdt, kvdt;
+    int64_t window, pos0; /* by position: rows at pos0, pos0 + 1, ... */
+    double softcap;
+    bool causal, mask;
+} att_case;
+
+static void check_attention_threads(const att_case *ac)
+{
+    int64_t qs[4] = {ac->B, ac->Hq, ac->L, ac->E}, ks[4] = {ac->B, ac->Hkv, ac->S, ac->E};
+    int64_t ms[4] = {1, ac->Hq, ac->L, ac->S};
+    txc_tensor *in[4] = {att_rnd(ac->qdt, 4, qs), att_rnd(ac->kvdt, 4, ks), att_rnd(ac->kvdt, 4, ks), NULL};
+    txc_op_attrs a = {0};
+    a.f[0] = NAN;
+    int n_in = 3;
+    if (ac->op == TXC_OP_CAUSAL_ATTENTION) {
+        int64_t pos[512];
+        for (int64_t i = 0; i < ac->L; i++)
+            pos[i] = ac->pos0 + i;
+        int64_t L = ac->L;
+        in[3] = txc_tensor_from_data(NULL, TXC_I64, 1, &L, pos);
+        n_in = 4;
+        a.flags = TXC_ATTR_POSITIONS;
+        a.n_ints = 1;
+        a.ints[0] = ac->window;
+        a.f[1] = ac->softcap;
+    } else if (ac->mask) {
+        txc_tensor *m = att_rnd(TXC_F32, 4, ms), *z = txc_zeros(NULL, 4, ms, TXC_F32);
+        in[3] = txc_gt(m, z); /* bool: about half the keys visible */
+        assert_non_null(in[3]);
+        txc_tensor_release(m), txc_tensor_release(z);
+        n_in = 4;
+    } else if (ac->causal) {
+        a.flags = TXC_ATTR_CAUSAL;
+    }
+    const txc_op_def *def = txc_op_get(ac->op);
+    txc_meta m;
+    if (def->infer(in, n_in, &a, &m) != TXC_OK)
+        fail_msg("%s: %s", ac->name, txc_last_error());
+    txc_tensor *out = txc_zeros(NULL, m.ndim, m.shape, m.dtype);
+    assert_non_null(out);
+    size_t nbytes = (size_t)txc_shape_numel(m.ndim, m.shape) * txc_dtype_size(m.dtype);
+    char *ref = malloc(nbytes);
+    for (int th = 1; th <= 3; th++) {
+        assert_int_equal(txc_threads_set(th), TXC_OK);
+        memset(txc_tensor_data_ptr(out), 0x7f, nbytes);
+        if (def->cpu(out, in, n_in, &a) != TXC_OK) /* warm: workers, scratch */
+            fail_msg("%s: %s", ac->name, txc_last_error());
+        if (th == 1)
+            memcpy(ref, txc_tensor_data_ptr(out), nbytes);
+        else if (memcmp(ref, txc_tensor_data_ptr(out), nbytes) != 0)
+            fail_msg("%s: %d threads differ from 1", ac->name, th);
+#if TU_HEAP_COUNTED
+        long before = tu_heap_calls();
+        for (int rep = 0; rep < 10; rep++)
+            if (def->cpu(out, in, n_in, &a) != TXC_OK)
+                fail_msg("%s: %s", ac->name, txc_last_error());
+        long n_heap = tu_heap_calls() - before;
+        if (n_heap != 0)
+            fail_msg("%s, %d threads: %ld heap calls in 10 calls after warm-up", ac->name, th, n_heap);
+#endif
+        if (memcmp(ref, txc_tensor_data_ptr(out), nbytes) != 0)
+            fail_msg("%s: %d threads, repeated: differs from 1 thread", ac->name, th);
+    }
+    free(ref);
+    txc_tensor_release(out);
+    for (int i = 0; i < n_in; i++)
+        txc_tensor_release(in[i]);
+    txc_threads_set(0);
+}
+
+static void test_attention_bit_identical(void **state)
+{
+    (void)state;
+    const att_case cases[] = {
+        /* decode: 1 row per head, GQA (4 query heads per kv head), B*Hkv = 4 groups */
+        /* scores GEMM of 4 x 1001 x 64: large enough to go parallel itself when not in a task */
+        {"decode f32 gqa long", TXC_OP_CAUSAL_ATTENTION, 1, 8, 2, 1, 1024, 64, TXC_F32, TXC_F32, 0, 1000, 0, true,
+         false},
+        {"decode f32 gqa", TXC_OP_CAUSAL_ATTENTION, 2, 8, 2, 1, 256, 64, TXC_F32, TXC_F32, 0, 200, 0, true, false},
+        {"decode bf16 kv window softcap", TXC_OP_CAUSAL_ATTENTION, 1, 8, 2, 1, 300, 32, TXC_F32, TXC_BF16, 64, 250,
+         30.0, true, false},
+        /* prefill: one group, row chunks split over threads (K transposed per task) */
+        {"prefill bf16 kv window softcap", TXC_OP_CAUSAL_ATTENTION, 1, 4, 1, 40, 128, 32, TXC_F32, TXC_BF16, 16, 60,
+         50.0, true, false},
+        {"prefill f32 gqa by position", TXC_OP_CAUSAL_ATTENTION, 1, 6, 2, 70, 80, 16, TXC_F32, TXC_F32, 0, 5, 0, true,
+         false},
+        {"prefill bf16 q and kv", TXC_OP_CAUSAL_ATTENTION, 1, 4, 2, 33, 64, 16, TXC_BF16, TXC_BF16, 0, 0, 0, true,
+         false},
+        /* scaled_dot_product_attention: is_causal, and a bool mask */
+        {"sdpa causal", TXC_OP_SDPA, 1, 2, 2, 70, 70, 24, TXC_F32, TXC_F32, 0, 0, 0, true, false},
+        {"sdpa bool mask gqa", TXC_OP_SDPA, 2, 4, 1, 50, 90, 16, TXC_F32, TXC_F32, 0, 0, 0, false, true},
+    };
+    for (int level = 2; level >= 0; level--) {
+        txc_kern_set_simd_level(level);
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+            check_attention_threads(&cases[i]);
+    }
+    txc_kern_set_simd_level(-1);
+}
+
 /* stories260K's greedy tokens (reference.json, from transformers) at 1 and
  * 2 threads, eager and compiled: every token at f32; the first 32 with the
  * weights kept in bf16 (float32 activations). */
@@ -270,7 +403,7 @@ int main(void)
         cmocka_unit_test(test_every_task_once), cmocka_unit_test(test_bad_counts),
         cmocka_unit_test(test_env_default),     cmocka_unit_test(test_nested),
         cmocka_unit_test(test_concurrent_callers), cmocka_unit_test(test_no_allocations),
-        cmocka_unit_test(test_shutdown_joins),  cmocka_unit_test(test_gemm_bit_identical),
+        cmocka_unit_test(test_shutdown_joins),  cmocka_unit_test(test_attention_bit_identical), cmocka_unit_test(test_gemm_bit_identical),
         cmocka_unit_test(test_stories_threads_dtypes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

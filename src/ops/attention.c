@@ -7,10 +7,19 @@
  * with their strides, so a static-cache view narrowed to the valid prefix
  * is not copied), scale, mask, softmax in float32, then P·V (the NN GEMM,
  * V rows read in place). A fully masked row gives zeros, as torch (2.5+)
- * does. */
+ * does.
+ *
+ * Threads: the (batch, kv head) groups are split over the pool, or runs of
+ * whole row chunks of a group when there are fewer groups than threads
+ * (prefill); the chunks do not depend on the thread count, so the result
+ * is the bits of one thread. */
 #include "ops/kernels.h"
+#include "txc/threads.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* softmax over s[0..n) in place; a row with no finite score (everything
@@ -94,83 +103,74 @@ static txc_status infer_sdpa(txc_tensor *const *in, int n_in, const txc_op_attrs
     return TXC_OK;
 }
 
-static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
-{
-    const bool by_pos = (a->flags & TXC_ATTR_POSITIONS) != 0;
-    const txc_tensor *q = in[0], *k = in[1], *v = in[2], *mask = n_in > 3 && !by_pos ? in[3] : NULL;
-    const int64_t B = q->shape[0], Hq = q->shape[1], L = q->shape[2], E = q->shape[3];
-    int64_t Hkv = k->shape[1], S = k->shape[2], Ev = v->shape[3];
-    const bool causal = (a->flags & TXC_ATTR_CAUSAL) != 0 || by_pos;
-    if (out->numel == 0)
-        return TXC_OK;
-    /* Query row i sees keys [0, lim(i)): i + 1 (torch's causal) or, by
-     * position, cache_position[i] + 1. Keys past the largest limit are never
-     * read, so a static cache costs what its valid prefix costs. */
-    int64_t pos_buf[64], *pos = NULL;
-    if (by_pos) {
-        const txc_tensor *p = in[3];
-        pos = L <= 64 ? pos_buf : txc_scratch(sizeof(int64_t) * (size_t)L, TXC_SCRATCH_POSITIONS);
-        if (!pos)
-            return txc_error(TXC_ERR_NOMEM, "txc::causal_attention: out of memory");
-        for (int64_t i = 0; i < L; i++) {
-            int64_t v0 = (int64_t)txc_dtype_load(p->dtype, txc_impl_data(p), (size_t)(i * p->strides[0]));
-            if (v0 < 0 || v0 >= S)
-                return txc_error(TXC_ERR_CAPACITY, "txc::causal_attention: cache_position %lld is outside the %lld "
-                                                   "cached keys", (long long)v0, (long long)S);
-            pos[i] = v0;
-        }
-        int64_t smax = 0;
-        for (int64_t i = 0; i < L; i++)
-            smax = pos[i] + 1 > smax ? pos[i] + 1 : smax;
-        S = smax; /* no row reads further: the rest of the cache is never touched */
-    }
+/* Below this many multiply-adds (scores and P·V) attention runs on the
+ * calling thread: waking the pool costs more. */
+#define SDPA_PAR_MIN_MACS (32.0 * 1024)
+
+/* What every task of one attention call shares (read only, but nomem). */
+typedef struct {
+    const txc_tensor *q, *k, *v, *mask;
+    txc_tensor *out;
+    const int64_t *pos; /* cache_position (by position) or NULL */
+    int64_t Hq, L, E, Ev, Hkv, S, G, R, rc, window;
+    float softcap, scale;
+    bool causal, k_pack, v_pack, k_trans;
+    size_t nq, ns, no, nk, nv; /* scratch floats: q, scores, out chunks; packed K, V */
+    int64_t mst[4];            /* the mask's broadcast strides */
+    int64_t splits, n_chunks;  /* tasks per group; row chunks per group */
+    atomic_bool nomem;
+} sdpa_ctx;
+
+/* Query row i sees keys [0, lim(i)): i + 1 (torch's causal) or, by
+ * position, cache_position[i] + 1; with a sliding window from
+ * pos[i] + 1 - window. */
 #define ROW_LIMIT(i) (pos ? pos[i] + 1 : (i) + 1)
-    /* causal_attention's sliding window (ints[0] > 0): row i sees keys
-     * (pos[i] - window, pos[i]], so keys before the chunk's first window
-     * are never read either; tanh soft-capping of the scaled scores with
-     * f[1] > 0 (Gemma 2's attn_logit_softcapping). */
-    const int64_t window = by_pos && a->n_ints > 0 && a->ints[0] > 0 ? a->ints[0] : 0;
-    const float softcap = by_pos && a->f[1] > 0 ? (float)a->f[1] : 0.0f;
 #define ROW_START(i) (window && pos[i] + 1 > window ? pos[i] + 1 - window : 0)
-    const int64_t G = Hq / Hkv, R = G * L;
-    const float scale = isnan(a->f[0]) ? (float)(1.0 / sqrt((double)E)) : (float)a->f[0];
 
-    /* K and V are read in place when their rows have unit inner stride. */
-    bool k_pack = E > 1 && k->strides[3] != 1, v_pack = Ev > 1 && v->strides[3] != 1;
-    /* Many query rows per kv head (prefill): transpose K once to (E, S) f32
-     * so the scores run on the NN kernel (no horizontal sums for short
-     * head_dim); few rows (decode): read K in place with the NT kernel. */
-    bool k_trans = G * L >= 16 && S > 0;
-    if (k_trans)
-        k_pack = false;
-    /* Scratch is sized by the full key length, not the valid prefix, so a
-     * compiled decode step asks for the same bytes at every position (no
-     * reallocation as the prefix grows). */
-    const int64_t S_alloc = k->shape[2] > S ? k->shape[2] : S;
-    int64_t rc = S_alloc > 0 ? 262144 / S_alloc : 64;
-    rc = rc < 1 ? 1 : rc > (causal ? 32 : 64) ? (causal ? 32 : 64) : rc;
-    if (rc > R)
-        rc = R;
-    size_t nq = (size_t)(rc * E), ns = (size_t)(rc * (S_alloc > 0 ? S_alloc : 1)), no = (size_t)(rc * Ev);
-    size_t nk = k_pack || k_trans ? (size_t)(S_alloc * E) : 0, nv = v_pack ? (size_t)(S_alloc * Ev) : 0;
-    float *work = txc_scratch((nq + ns + no + nk + nv + 1) * sizeof(float), TXC_SCRATCH_ATTENTION);
-    if (!work)
-        return txc_error(TXC_ERR_NOMEM, "aten::scaled_dot_product_attention: out of memory");
-    float *qbuf = work, *sbuf = qbuf + nq, *obuf = sbuf + ns, *kbuf = obuf + no, *vbuf = kbuf + nk;
+/* The GEMMs' first parallel call registers the workers' exit hook (free
+ * their scratch) with txc_threads_set_worker_exit, which takes the pool's
+ * lock: made for the first time from inside an attention task, while this
+ * call holds the pool, it would wait forever. So before attention first
+ * goes parallel, one small GEMM that goes parallel itself (1 x 2048 x 32,
+ * the 64K multiply-adds of linalg.c's threshold) registers it here. */
+static pthread_once_t gemm_hook_once = PTHREAD_ONCE_INIT;
+static void gemm_hook(void)
+{
+    float *a = calloc(32 + 2048 * 32 + 2048, sizeof(float));
+    if (a)
+        txc_kern_gemm_nt(1, 2048, 32, a, 32, a + 32, TXC_F32, 32, a + 32 + 2048 * 32, 2048);
+    free(a);
+}
 
-    int64_t mst[4] = {0, 0, 0, 0};
-    if (mask) {
-        int64_t target[4] = {B, Hq, L, S};
-        txc_broadcast_strides(mask, 4, target, mst);
+/* Task t: group t / splits (batch b, kv head h), its row chunks
+ * [n_chunks * part / splits, n_chunks * (part + 1) / splits). */
+static void sdpa_task(void *ctx, int64_t t)
+{
+    sdpa_ctx *c = ctx;
+    const txc_tensor *q = c->q, *k = c->k, *v = c->v, *mask = c->mask;
+    txc_tensor *out = c->out;
+    const int64_t *pos = c->pos;
+    const int64_t Hq = c->Hq, L = c->L, E = c->E, Ev = c->Ev, S = c->S, G = c->G, R = c->R, rc = c->rc;
+    const int64_t window = c->window;
+    const float softcap = c->softcap, scale = c->scale;
+    const bool causal = c->causal, k_pack = c->k_pack, v_pack = c->v_pack, k_trans = c->k_trans;
+    const int64_t *mst = c->mst;
+    const int64_t g = t / c->splits, part = t % c->splits, b = g / c->Hkv, h = g % c->Hkv;
+    const int64_t c0 = c->n_chunks * part / c->splits, c1 = c->n_chunks * (part + 1) / c->splits;
+    if (c0 >= c1)
+        return;
+    float *work = txc_scratch((c->nq + c->ns + c->no + c->nk + c->nv + 1) * sizeof(float), TXC_SCRATCH_ATTENTION);
+    if (!work) {
+        atomic_store(&c->nomem, true);
+        return;
     }
+    float *qbuf = work, *sbuf = qbuf + c->nq, *obuf = sbuf + c->ns, *kbuf = obuf + c->no, *vbuf = kbuf + c->nk;
     const char *qp = txc_impl_data(q), *kp = txc_impl_data(k), *vp = txc_impl_data(v);
     const char *mp = mask ? txc_impl_data(mask) : NULL;
     size_t eq = txc_dtype_size(q->dtype), ek = txc_dtype_size(k->dtype), ev = txc_dtype_size(v->dtype);
     char *op = txc_impl_data(out);
     size_t eo = txc_dtype_size(out->dtype);
-
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t h = 0; h < Hkv; h++) {
+    {
             const char *kb = kp + (size_t)(b * k->strides[0] + h * k->strides[1]) * ek;
             const char *vb = vp + (size_t)(b * v->strides[0] + h * v->strides[1]) * ev;
             const void *K = kb, *V = vb;
@@ -200,7 +200,7 @@ static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, con
             }
             /* output rows of this group are contiguous: heads h*G .. h*G+G-1 */
             int64_t out_row0 = (b * Hq + h * G) * L;
-            for (int64_t r0 = 0; r0 < R; r0 += rc) {
+            for (int64_t r0 = c0 * rc; r0 < R && r0 < c1 * rc; r0 += rc) {
                 int64_t nr = r0 + rc <= R ? rc : R - r0, Sc = S;
                 for (int64_t rr = 0; rr < nr; rr++) {
                     int64_t r = r0 + rr, hq = h * G + r / L, i = r % L;
@@ -268,6 +268,97 @@ static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, con
                     txc_kern_from_f32(out->dtype, obuf, op + (size_t)((out_row0 + r0) * Ev) * eo, nr * Ev);
             }
         }
+}
+
+static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
+{
+    const bool by_pos = (a->flags & TXC_ATTR_POSITIONS) != 0;
+    const txc_tensor *q = in[0], *k = in[1], *v = in[2], *mask = n_in > 3 && !by_pos ? in[3] : NULL;
+    const int64_t B = q->shape[0], Hq = q->shape[1], L = q->shape[2], E = q->shape[3];
+    int64_t Hkv = k->shape[1], S = k->shape[2], Ev = v->shape[3];
+    const bool causal = (a->flags & TXC_ATTR_CAUSAL) != 0 || by_pos;
+    if (out->numel == 0)
+        return TXC_OK;
+    /* Query row i sees keys [0, lim(i)): i + 1 (torch's causal) or, by
+     * position, cache_position[i] + 1. Keys past the largest limit are never
+     * read, so a static cache costs what its valid prefix costs. */
+    int64_t pos_buf[64], *pos = NULL;
+    if (by_pos) {
+        const txc_tensor *p = in[3];
+        pos = L <= 64 ? pos_buf : txc_scratch(sizeof(int64_t) * (size_t)L, TXC_SCRATCH_POSITIONS);
+        if (!pos)
+            return txc_error(TXC_ERR_NOMEM, "txc::causal_attention: out of memory");
+        for (int64_t i = 0; i < L; i++) {
+            int64_t v0 = (int64_t)txc_dtype_load(p->dtype, txc_impl_data(p), (size_t)(i * p->strides[0]));
+            if (v0 < 0 || v0 >= S)
+                return txc_error(TXC_ERR_CAPACITY, "txc::causal_attention: cache_position %lld is outside the %lld "
+                                                   "cached keys", (long long)v0, (long long)S);
+            pos[i] = v0;
+        }
+        int64_t smax = 0;
+        for (int64_t i = 0; i < L; i++)
+            smax = pos[i] + 1 > smax ? pos[i] + 1 : smax;
+        S = smax; /* no row reads further: the rest of the cache is never touched */
+    }
+    /* causal_attention's sliding window (ints[0] > 0): row i sees keys
+     * (pos[i] - window, pos[i]], so keys before the chunk's first window
+     * are never read either; tanh soft-capping of the scaled scores with
+     * f[1] > 0 (Gemma 2's attn_logit_softcapping). */
+    const int64_t window = by_pos && a->n_ints > 0 && a->ints[0] > 0 ? a->ints[0] : 0;
+    const float softcap = by_pos && a->f[1] > 0 ? (float)a->f[1] : 0.0f;
+    const int64_t G = Hq / Hkv, R = G * L;
+    const float scale = isnan(a->f[0]) ? (float)(1.0 / sqrt((double)E)) : (float)a->f[0];
+
+    /* K and V are read in place when their rows have unit inner stride. */
+    bool k_pack = E > 1 && k->strides[3] != 1, v_pack = Ev > 1 && v->strides[3] != 1;
+    /* Many query rows per kv head (prefill): transpose K once to (E, S) f32
+     * so the scores run on the NN kernel (no horizontal sums for short
+     * head_dim); few rows (decode): read K in place with the NT kernel. */
+    bool k_trans = G * L >= 16 && S > 0;
+    if (k_trans)
+        k_pack = false;
+    /* Scratch is sized by the full key length, not the valid prefix, so a
+     * compiled decode step asks for the same bytes at every position (no
+     * reallocation as the prefix grows); every thread asks for the same
+     * size, so its buffer is sized by the first call. */
+    const int64_t S_alloc = k->shape[2] > S ? k->shape[2] : S;
+    int64_t rc = S_alloc > 0 ? 262144 / S_alloc : 64;
+    rc = rc < 1 ? 1 : rc > (causal ? 32 : 64) ? (causal ? 32 : 64) : rc;
+    if (rc > R)
+        rc = R;
+    size_t nq = (size_t)(rc * E), ns = (size_t)(rc * (S_alloc > 0 ? S_alloc : 1)), no = (size_t)(rc * Ev);
+    size_t nk = k_pack || k_trans ? (size_t)(S_alloc * E) : 0, nv = v_pack ? (size_t)(S_alloc * Ev) : 0;
+
+    sdpa_ctx c = {.q = q, .k = k, .v = v, .mask = mask, .out = out, .pos = pos, .Hq = Hq, .L = L, .E = E,
+                  .Ev = Ev, .Hkv = Hkv, .S = S, .G = G, .R = R, .rc = rc, .window = window, .softcap = softcap,
+                  .scale = scale, .causal = causal, .k_pack = k_pack, .v_pack = v_pack, .k_trans = k_trans,
+                  .nq = nq, .ns = ns, .no = no, .nk = nk, .nv = nv};
+    if (mask) {
+        int64_t target[4] = {B, Hq, L, S};
+        txc_broadcast_strides(mask, 4, target, c.mst);
+    }
+    /* The split: tasks are (batch, kv head) groups, each cut into runs of
+     * whole row chunks when there are fewer groups than threads (prefill).
+     * The chunks are the serial code's (rc does not depend on the thread
+     * count), so every output row is computed by one thread exactly as with
+     * one thread: the same bits. Small problems stay on this thread. */
+    const int64_t n_groups = B * Hkv, n_chunks = R > 0 ? (R + rc - 1) / rc : 0;
+    const int threads = txc_threads_get();
+    const double macs = (double)B * (double)Hq * (double)L * (double)S * (double)(E + Ev);
+    if (threads > 1 && macs > SDPA_PAR_MIN_MACS && n_groups * n_chunks > 1) {
+        int64_t splits = n_groups >= threads ? 1 : (threads + n_groups - 1) / n_groups;
+        c.splits = splits < n_chunks ? splits : n_chunks;
+        c.n_chunks = n_chunks;
+        pthread_once(&gemm_hook_once, gemm_hook);
+        txc_parallel_for(n_groups * c.splits, sdpa_task, &c);
+    } else {
+        c.splits = 1;
+        c.n_chunks = n_chunks;
+        for (int64_t t = 0; t < n_groups; t++)
+            sdpa_task(&c, t);
+    }
+    if (atomic_load(&c.nomem))
+        return txc_error(TXC_ERR_NOMEM, "aten::scaled_dot_product_attention: out of memory");
     return TXC_OK;
 }
 
