@@ -46,7 +46,8 @@ typedef void (*txc_task_fn)(void *ctx, int64_t task);
 void txc_parallel_for(int64_t n_tasks, txc_task_fn fn, void *ctx);
 
 /* A function every worker calls before it exits (e.g. to free its
- * thread-local scratch buffers); one at most, set before workers start. */
+ * thread-local scratch buffers); one at most. Takes no lock: it may be
+ * called from inside a parallel task. */
 void txc_threads_set_worker_exit(void (*fn)(void));
 
 /* Join every worker now (the count is kept: the next parallel call starts

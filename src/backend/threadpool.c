@@ -126,8 +126,9 @@ static void *worker_main(void *arg)
         if (atomic_fetch_sub(&pool.pending, 1) == 1 && atomic_load(&pool.main_waiting))
             futex_wake(&pool.pending, 1);
     }
-    if (pool.worker_exit)
-        pool.worker_exit();
+    void (*exit_fn)(void) = __atomic_load_n(&pool.worker_exit, __ATOMIC_ACQUIRE);
+    if (exit_fn)
+        exit_fn();
     return NULL;
 }
 
@@ -204,9 +205,9 @@ txc_status txc_threads_set(int n)
 
 void txc_threads_set_worker_exit(void (*fn)(void))
 {
-    pthread_mutex_lock(&pool.lock);
-    pool.worker_exit = fn;
-    pthread_mutex_unlock(&pool.lock);
+    /* No lock: it may be called from inside a parallel task, while the
+     * caller of txc_parallel_for holds the pool. */
+    __atomic_store_n(&pool.worker_exit, fn, __ATOMIC_RELEASE);
 }
 
 /* Start workers up to want (the caller holds the lock). */

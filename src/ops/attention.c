@@ -127,20 +127,9 @@ typedef struct {
 #define ROW_LIMIT(i) (pos ? pos[i] + 1 : (i) + 1)
 #define ROW_START(i) (window && pos[i] + 1 > window ? pos[i] + 1 - window : 0)
 
-/* The GEMMs' first parallel call registers the workers' exit hook (free
- * their scratch) with txc_threads_set_worker_exit, which takes the pool's
- * lock: made for the first time from inside an attention task, while this
- * call holds the pool, it would wait forever. So before attention first
- * goes parallel, one small GEMM that goes parallel itself (1 x 2048 x 32,
- * the 64K multiply-adds of linalg.c's threshold) registers it here. */
-static pthread_once_t gemm_hook_once = PTHREAD_ONCE_INIT;
-static void gemm_hook(void)
-{
-    float *a = calloc(32 + 2048 * 32 + 2048, sizeof(float));
-    if (a)
-        txc_kern_gemm_nt(1, 2048, 32, a, 32, a + 32, TXC_F32, 32, a + 32 + 2048 * 32, 2048);
-    free(a);
-}
+/* Workers free their kernel scratch when they exit. */
+static pthread_once_t exit_hook_once = PTHREAD_ONCE_INIT;
+static void set_exit_hook(void) { txc_threads_set_worker_exit(txc_scratch_free_all); }
 
 /* Task t: group t / splits (batch b, kv head h), its row chunks
  * [n_chunks * part / splits, n_chunks * (part + 1) / splits). */
@@ -349,7 +338,7 @@ static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, con
         int64_t splits = n_groups >= threads ? 1 : (threads + n_groups - 1) / n_groups;
         c.splits = splits < n_chunks ? splits : n_chunks;
         c.n_chunks = n_chunks;
-        pthread_once(&gemm_hook_once, gemm_hook);
+        pthread_once(&exit_hook_once, set_exit_hook);
         txc_parallel_for(n_groups * c.splits, sdpa_task, &c);
     } else {
         c.splits = 1;
