@@ -21,22 +21,6 @@ typedef struct jctx {
     const cJSON *obj;
 } jctx;
 
-static const char *json_kind(const cJSON *v)
-{
-    if (cJSON_IsNull(v))
-        return "null";
-    if (cJSON_IsBool(v))
-        return "a boolean";
-    if (cJSON_IsNumber(v))
-        return "a number";
-    if (cJSON_IsString(v))
-        return "a string";
-    if (cJSON_IsArray(v))
-        return "an array";
-    if (cJSON_IsObject(v))
-        return "an object";
-    return "invalid";
-}
 
 /* The item `key`, or NULL when absent or null. A key given twice takes the
  * last value, as Python's json module (which transformers reads with). */
@@ -63,7 +47,7 @@ static txc_status as_int(const jctx *c, const char *field, const cJSON *v, int64
 {
     if (!cJSON_IsNumber(v))
         return txc_error(TXC_ERR_FORMAT, "%s: field '%s' is %s, expected an integer", c->origin,
-                         field, json_kind(v));
+                         field, txc_hf_json_kind(v));
     double d = v->valuedouble;
     if (!isfinite(d) || d != floor(d))
         return txc_error(TXC_ERR_FORMAT, "%s: field '%s' is %g, expected an integer", c->origin,
@@ -90,7 +74,7 @@ static txc_status get_double(const jctx *c, const char *key, double *out)
         return TXC_OK;
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
         return txc_error(TXC_ERR_FORMAT, "%s: field '%s' is %s, expected a number", c->origin, key,
-                         json_kind(v));
+                         txc_hf_json_kind(v));
     *out = v->valuedouble;
     return TXC_OK;
 }
@@ -102,7 +86,7 @@ static txc_status get_bool(const jctx *c, const char *key, bool *out)
         return TXC_OK;
     if (!cJSON_IsBool(v))
         return txc_error(TXC_ERR_FORMAT, "%s: field '%s' is %s, expected true or false", c->origin,
-                         key, json_kind(v));
+                         key, txc_hf_json_kind(v));
     *out = cJSON_IsTrue(v);
     return TXC_OK;
 }
@@ -111,7 +95,7 @@ static txc_status copy_str(const jctx *c, const char *field, const cJSON *v, cha
 {
     if (!cJSON_IsString(v))
         return txc_error(TXC_ERR_FORMAT, "%s: field '%s' is %s, expected a string", c->origin,
-                         field, json_kind(v));
+                         field, txc_hf_json_kind(v));
     size_t n = strlen(v->valuestring);
     if (n >= cap)
         return txc_error(TXC_ERR_FORMAT, "%s: field '%s' (\"%.40s...\") is longer than %zu characters",
@@ -167,7 +151,7 @@ static txc_status get_eos(const jctx *c, const char *key, int64_t *ids, int *n)
     }
     if (!cJSON_IsNumber(v))
         return txc_error(TXC_ERR_FORMAT, "%s: field '%s' is %s, expected an integer or a list of integers",
-                         c->origin, key, json_kind(v));
+                         c->origin, key, txc_hf_json_kind(v));
     int64_t id = 0;
     txc_status rc = as_int(c, key, v, &id);
     if (rc)
@@ -198,7 +182,7 @@ static txc_status parse_object(const char *text, size_t len, const char *origin,
     }
     if (!cJSON_IsObject(root)) {
         txc_status rc = txc_error(TXC_ERR_FORMAT, "%s: is %s, expected a JSON object", origin,
-                                  json_kind(root));
+                                  txc_hf_json_kind(root));
         cJSON_Delete(root);
         return rc;
     }
@@ -247,7 +231,7 @@ static txc_status rope_double(const jctx *sub, const char *obj, const char *key,
         return TXC_OK;
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
         return txc_error(TXC_ERR_FORMAT, "%s: field '%s.%s' is %s, expected a number", sub->origin, obj, key,
-                         json_kind(v));
+                         txc_hf_json_kind(v));
     *out = v->valuedouble;
     return TXC_OK;
 }
@@ -261,14 +245,14 @@ static txc_status rope_factors(const jctx *sub, const char *obj, const char *key
         return TXC_OK;
     if (!cJSON_IsArray(v))
         return txc_error(TXC_ERR_FORMAT, "%s: field '%s.%s' is %s, expected a list of numbers", sub->origin, obj, key,
-                         json_kind(v));
+                         txc_hf_json_kind(v));
     if (cJSON_GetArraySize(v) > TXC_MAX_ROPE_FACTORS)
         return txc_error(TXC_ERR_FORMAT, "%s: field '%s.%s' has %d entries (at most %d supported)", sub->origin, obj,
                          key, cJSON_GetArraySize(v), TXC_MAX_ROPE_FACTORS);
     for (const cJSON *e = v->child; e; e = e->next) {
         if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble))
             return txc_error(TXC_ERR_FORMAT, "%s: field '%s.%s' holds %s, expected numbers", sub->origin, obj, key,
-                             json_kind(e));
+                             txc_hf_json_kind(e));
         out[(*n)++] = e->valuedouble;
     }
     return TXC_OK;
@@ -283,7 +267,7 @@ static txc_status parse_rope(const jctx *c, txc_hf_config *o, bool theta_found)
     if (rs) {
         if (!cJSON_IsObject(rs))
             return txc_error(TXC_ERR_FORMAT, "%s: field 'rope_scaling' is %s, expected an object or null",
-                             c->origin, json_kind(rs));
+                             c->origin, txc_hf_json_kind(rs));
         jctx sub = {c->origin, rs};
         o->has_rope_scaling = true;
         const cJSON *t = item(&sub, "rope_type");
@@ -298,13 +282,13 @@ static txc_status parse_rope(const jctx *c, txc_hf_config *o, bool theta_found)
         if (!cJSON_IsObject(rp))
             return txc_error(TXC_ERR_FORMAT,
                              "%s: field 'rope_parameters' is %s, expected an object or null",
-                             c->origin, json_kind(rp));
+                             c->origin, txc_hf_json_kind(rp));
         jctx sub = {c->origin, rp};
         const cJSON *theta = item(&sub, "rope_theta");
         if (theta && !theta_found) {
             if (!cJSON_IsNumber(theta) || !isfinite(theta->valuedouble))
                 return txc_error(TXC_ERR_FORMAT, "%s: field 'rope_parameters.rope_theta' is %s, expected a number",
-                                 c->origin, json_kind(theta));
+                                 c->origin, txc_hf_json_kind(theta));
             o->rope_theta = theta->valuedouble;
         }
         const cJSON *t = item(&sub, "rope_type");
@@ -344,7 +328,7 @@ static txc_status parse_rope(const jctx *c, txc_hf_config *o, bool theta_found)
         if (v) {
             if (!cJSON_IsBool(v))
                 return txc_error(TXC_ERR_FORMAT, "%s: field '%s.truncate' is %s, expected true or false", c->origin,
-                                 oname, json_kind(v));
+                                 oname, txc_hf_json_kind(v));
             o->rope_truncate = cJSON_IsTrue(v);
         }
     }
@@ -410,7 +394,7 @@ static txc_status parse_layer_types(const jctx *c, txc_hf_config *o)
         return TXC_OK;
     if (!cJSON_IsArray(lt))
         return txc_error(TXC_ERR_FORMAT, "%s: field 'layer_types' is %s, expected a list of strings", c->origin,
-                         json_kind(lt));
+                         txc_hf_json_kind(lt));
     int n = cJSON_GetArraySize(lt);
     if (n != o->num_hidden_layers)
         return txc_error(TXC_ERR_FORMAT, "%s: field 'layer_types' has %d entries but num_hidden_layers is %" PRId64,
@@ -422,7 +406,7 @@ static txc_status parse_layer_types(const jctx *c, txc_hf_config *o)
     for (const cJSON *e = lt->child; e; e = e->next, i++) {
         if (!cJSON_IsString(e))
             return txc_error(TXC_ERR_FORMAT, "%s: field 'layer_types' holds %s, expected strings", c->origin,
-                             json_kind(e));
+                             txc_hf_json_kind(e));
         if (strcmp(e->valuestring, "full_attention") == 0) {
             o->layer_types[i] = TXC_LAYER_FULL;
         } else if (strcmp(e->valuestring, "sliding_attention") == 0) {
@@ -450,7 +434,7 @@ static txc_status parse_config(const jctx *c, txc_hf_config *o)
     if (arch) {
         if (!cJSON_IsArray(arch))
             return txc_error(TXC_ERR_FORMAT, "%s: field 'architectures' is %s, expected a list of strings",
-                             c->origin, json_kind(arch));
+                             c->origin, txc_hf_json_kind(arch));
         if (arch->child)
             TRY(copy_str(c, "architectures[0]", arch->child, o->architecture, sizeof o->architecture));
     }

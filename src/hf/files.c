@@ -67,3 +67,22 @@ txc_status txc_hf_read_file(const char *path, size_t max_bytes, char **text, siz
     *len = n;
     return TXC_OK;
 }
+
+const char *txc_hf_json_kind(const cJSON *v)
+{
+    if (!v)
+        return "missing";
+    if (cJSON_IsNull(v))
+        return "null";
+    if (cJSON_IsBool(v))
+        return "a boolean";
+    if (cJSON_IsNumber(v))
+        return "a number";
+    if (cJSON_IsString(v))
+        return "a string";
+    if (cJSON_IsArray(v))
+        return "an array";
+    if (cJSON_IsObject(v))
+        return "an object";
+    return "invalid";
+}

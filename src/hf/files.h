@@ -1,9 +1,11 @@
-/* hf/files.h — reading a model folder's small files (internal to hf/). */
+/* hf/files.h — reading a model folder's small files and describing their
+ * JSON in messages (internal to hf/). */
 #ifndef TXC_HF_FILES_H
 #define TXC_HF_FILES_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <cjson/cJSON.h>
 #include "txc/status.h"
 
 /* "dir/name" (one '/' between), malloc'd; NULL + TXC_ERR_NOMEM. */
@@ -15,5 +17,9 @@ char *txc_hf_path_join(const char *dir, const char *name);
  * Errors: TXC_ERR_IO ("cannot open PATH: reason", not a regular file, a
  * read error), TXC_ERR_FORMAT (larger than max_bytes), TXC_ERR_NOMEM. */
 txc_status txc_hf_read_file(const char *path, size_t max_bytes, char **text, size_t *len, bool *missing);
+
+/* What a JSON value is, for messages: "missing" (NULL), "null", "a boolean",
+ * "a number", "a string", "an array", "an object". */
+const char *txc_hf_json_kind(const cJSON *v);
 
 #endif

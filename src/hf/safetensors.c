@@ -61,24 +61,6 @@ static bool json_uint(const cJSON *v, uint64_t *out)
     return true;
 }
 
-static const char *json_kind(const cJSON *v)
-{
-    if (!v)
-        return "missing";
-    if (cJSON_IsNull(v))
-        return "null";
-    if (cJSON_IsBool(v))
-        return "a boolean";
-    if (cJSON_IsNumber(v))
-        return "a number";
-    if (cJSON_IsString(v))
-        return "a string";
-    if (cJSON_IsArray(v))
-        return "an array";
-    if (cJSON_IsObject(v))
-        return "an object";
-    return "invalid";
-}
 
 static void format_shape(char *buf, size_t cap, int ndim, const int64_t *shape)
 {
@@ -110,12 +92,12 @@ static txc_status parse_metadata(txc_safetensors *st, const char *path, const cJ
         return TXC_OK;
     if (!cJSON_IsObject(meta))
         return txc_error(TXC_ERR_FORMAT, "%s: \"__metadata__\" is %s, expected an object of strings",
-                         path, json_kind(meta));
+                         path, txc_hf_json_kind(meta));
     int n = cJSON_GetArraySize(meta);
     for (const cJSON *kv = meta->child; kv; kv = kv->next)
         if (!cJSON_IsString(kv))
             return txc_error(TXC_ERR_FORMAT, "%s: \"__metadata__\" entry '%s' is %s, expected a string",
-                             path, kv->string, json_kind(kv));
+                             path, kv->string, txc_hf_json_kind(kv));
     if (!keep || n == 0)
         return TXC_OK;
     if (st->meta_keys)
@@ -145,12 +127,12 @@ static txc_status parse_entry(const char *path, const cJSON *e, const uint8_t *b
     const char *name = e->string;
     if (!cJSON_IsObject(e))
         return txc_error(TXC_ERR_FORMAT, "%s: tensor '%s' is %s, expected an object", path, name,
-                         json_kind(e));
+                         txc_hf_json_kind(e));
 
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
     if (!cJSON_IsString(dt))
         return txc_error(TXC_ERR_FORMAT, "%s: tensor '%s' field \"dtype\" is %s, expected a string",
-                         path, name, json_kind(dt));
+                         path, name, txc_hf_json_kind(dt));
     if (!txc_dtype_from_safetensors(dt->valuestring, &t->dtype)) {
         for (size_t i = 0; i < sizeof KNOWN_UNSUPPORTED / sizeof *KNOWN_UNSUPPORTED; i++)
             if (strcmp(dt->valuestring, KNOWN_UNSUPPORTED[i]) == 0)
@@ -165,7 +147,7 @@ static txc_status parse_entry(const char *path, const cJSON *e, const uint8_t *b
     const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
     if (!cJSON_IsArray(sh))
         return txc_error(TXC_ERR_FORMAT, "%s: tensor '%s' field \"shape\" is %s, expected an array",
-                         path, name, json_kind(sh));
+                         path, name, txc_hf_json_kind(sh));
     int ndim = cJSON_GetArraySize(sh);
     if (ndim > TXC_MAX_DIMS)
         return txc_error(TXC_ERR_UNSUPPORTED, "%s: tensor '%s' has %d dims (at most %d supported)",
@@ -310,7 +292,7 @@ static txc_status parse_file(txc_safetensors *st, int shard)
         }
     }
     if (!cJSON_IsObject(root)) {
-        rc = txc_error(TXC_ERR_FORMAT, "%s: header is %s, expected a JSON object", path, json_kind(root));
+        rc = txc_error(TXC_ERR_FORMAT, "%s: header is %s, expected a JSON object", path, txc_hf_json_kind(root));
         goto done;
     }
     uint64_t data_start = 8 + hlen, data_size = size - data_start;
@@ -435,13 +417,13 @@ static txc_status open_index(txc_safetensors *st, const char *index_path)
         goto done;
     }
     if (!cJSON_IsObject(root)) {
-        rc = txc_error(TXC_ERR_FORMAT, "%s: is %s, expected a JSON object", index_path, json_kind(root));
+        rc = txc_error(TXC_ERR_FORMAT, "%s: is %s, expected a JSON object", index_path, txc_hf_json_kind(root));
         goto done;
     }
     const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
     if (!cJSON_IsObject(wm)) {
         rc = txc_error(TXC_ERR_FORMAT, "%s: \"weight_map\" is %s, expected an object", index_path,
-                       json_kind(wm));
+                       txc_hf_json_kind(wm));
         goto done;
     }
     int n = cJSON_GetArraySize(wm);
@@ -458,7 +440,7 @@ static txc_status open_index(txc_safetensors *st, const char *index_path)
     for (const cJSON *e = wm->child; e; e = e->next) {
         if (!cJSON_IsString(e)) {
             rc = txc_error(TXC_ERR_FORMAT, "%s: weight_map entry '%s' is %s, expected a file name",
-                           index_path, e->string, json_kind(e));
+                           index_path, e->string, txc_hf_json_kind(e));
             goto done;
         }
         if (!shard_name_ok(e->valuestring)) {
