@@ -15,6 +15,7 @@
  * (src/ops/elementwise.c) for float32 inputs, so results are bit for bit
  * those of the unfused graph. */
 #include "jit/graph.h"
+#include "ops/kernels.h"
 #include "jit/persist.h"
 
 #include <math.h>
@@ -83,25 +84,6 @@ static inline float fmin_nan(float x, float y) { return x != x ? x : (y != y ? y
     }                                                                                              \
     break
 
-/* pow(x, python number) for float32: torch's special exponents, as
- * pow_scalar_f32 in elementwise.c. */
-static void pow_scalar(int64_t m, float *restrict o, const float *restrict a, float e)
-{
-    if (e == 2.0f)
-        for (int64_t i = 0; i < m; i++) o[i] = a[i] * a[i];
-    else if (e == 3.0f)
-        for (int64_t i = 0; i < m; i++) o[i] = a[i] * a[i] * a[i];
-    else if (e == 0.5f)
-        for (int64_t i = 0; i < m; i++) o[i] = sqrtf(a[i]);
-    else if (e == -0.5f)
-        for (int64_t i = 0; i < m; i++) o[i] = 1.0f / sqrtf(a[i]);
-    else if (e == -1.0f)
-        for (int64_t i = 0; i < m; i++) o[i] = 1.0f / a[i];
-    else if (e == -2.0f)
-        for (int64_t i = 0; i < m; i++) o[i] = 1.0f / (a[i] * a[i]);
-    else
-        for (int64_t i = 0; i < m; i++) o[i] = powf(a[i], e);
-}
 
 static void exec_ins(const fused_ins *I, int64_t m, float *restrict o, const float *restrict a,
                      const float *restrict b)
@@ -136,7 +118,7 @@ static void exec_ins(const fused_ins *I, int64_t m, float *restrict o, const flo
     case F_RSUB_S: LOOPI(y - x);
     case F_MUL_S: LOOPI(x * y);
     case F_DIV_S: LOOPI(x / y);
-    case F_POW_S: pow_scalar(m, o, a, imm); break;
+    case F_POW_S: txc_kern_pow_scalar_f32(m, o, a, imm, TXC_F32); break;
     case F_MAX_S: LOOPI(fmax_nan(x, y));
     case F_MIN_S: LOOPI(fmin_nan(x, y));
     default: break;

@@ -628,7 +628,7 @@ static int64_t ipow(int64_t base, int64_t e)
 /* pow(tensor, python number): torch's special cases for common exponents
  * (pow_tensor_scalar_optimized_kernel, sqrt/rsqrt/reciprocal); for bfloat16
  * torch computes x*x in bfloat16 there (dt: the tensor's dtype). */
-static void pow_scalar_f32(int64_t n, float *restrict o, const float *restrict x, float e, txc_dtype dt)
+void txc_kern_pow_scalar_f32(int64_t n, float *restrict o, const float *restrict x, float e, txc_dtype dt)
 {
     if (dt == TXC_BF16 && (e == 3.0f || e == -2.0f)) {
         for (int64_t i = 0; i < n; i++) {
@@ -661,7 +661,7 @@ static void k_binary_f32(const void *ctx, int64_t n, void *out, const void *cons
     case TXC_OP_DIV: BIN_LOOP(float, float, x / y); break;
     case TXC_OP_POW:
         if ((((const ew_op *)ctx)->flags & TXC_ATTR_SCALAR_RHS) && !sc[0])
-            pow_scalar_f32(n, out, in[0], *(const float *)in[1], ((const ew_op *)ctx)->common);
+            txc_kern_pow_scalar_f32(n, out, in[0], *(const float *)in[1], ((const ew_op *)ctx)->common);
         else
             BIN_LOOP(float, float, powf(x, y));
         break;

@@ -136,4 +136,9 @@ void txc_kern_silu(float *y, const float *x, int64_t n);
  * (may be NULL): some value is NaN. */
 float txc_kern_max(const float *x, int64_t n, bool *nan);
 
+/* pow(x, python number) over float32 values, with torch's special
+ * exponents (2, 3, 0.5, -0.5, -1, -2); dt is the tensor's dtype (bfloat16
+ * rounds x*x as torch does). Shared by the eager kernel and fused programs. */
+void txc_kern_pow_scalar_f32(int64_t n, float *restrict o, const float *restrict x, float e, txc_dtype dt);
+
 #endif
