@@ -161,10 +161,18 @@ typedef struct step_statics {
     sampling samp;
 } step_statics;
 
+#define MAX_CACHE_LEAVES (2 * 512)
+
 struct txc_generator {
     txc_model *model;
     txc_env *env;
     txc_jit *jit[2]; /* prefill, decode */
+    /* A step's input list and the inputs' names, allocated once (not per
+     * token); the cache leaves' names are written when their count changes. */
+    txc_tensor **in;
+    const char **names;
+    char (*leaf_names)[64];
+    int n_leaf_names;
 };
 
 static txc_status step_fn(void *ctx, txc_tensor *const *in, int n_in, const void *statics_p, size_t len,
@@ -213,7 +221,17 @@ txc_generator *txc_generator_new(txc_model *model)
     g->env = txc_model_env(model);
     g->jit[0] = txc_jit_new(g->env, "prefill", step_fn, g);
     g->jit[1] = txc_jit_new(g->env, "decode", step_fn, g);
-    if (!g->jit[0] || !g->jit[1] || txc_cache_register_trees() != TXC_OK) {
+    int P = txc_model_num_parameters(model);
+    size_t n_in = (size_t)P + MAX_CACHE_LEAVES + 5; /* params, cache, ids, positions, index, seen, rng */
+    g->in = calloc(n_in, sizeof *g->in);
+    g->names = calloc(n_in, sizeof *g->names);
+    g->leaf_names = calloc(MAX_CACHE_LEAVES, sizeof *g->leaf_names);
+    if (g->names)
+        for (int i = 0; i < P; i++)
+            g->names[i] = txc_model_parameter_name(model, i);
+    if (!g->in || !g->names || !g->leaf_names)
+        txc_error(TXC_ERR_NOMEM, "out of memory (generator)");
+    if (!g->jit[0] || !g->jit[1] || !g->in || !g->names || !g->leaf_names || txc_cache_register_trees() != TXC_OK) {
         txc_generator_free(g);
         return NULL;
     }
@@ -226,6 +244,9 @@ void txc_generator_free(txc_generator *g)
         return;
     txc_jit_free(g->jit[0]);
     txc_jit_free(g->jit[1]);
+    free(g->in);
+    free(g->names);
+    free(g->leaf_names);
     free(g);
 }
 
@@ -266,30 +287,23 @@ static int32_t step_jit(txc_generator *gen, txc_kv_cache **cache, const int32_t 
     st.has_logits_index = prefill;
     st.cache_kind = kind;
     memcpy(&st.samp, sp, sizeof st.samp);
-    txc_tensor **in = calloc((size_t)P + 2 * 512 + 5, sizeof *in);
-    const char **names = calloc((size_t)P + 2 * 512 + 5, sizeof *names);
-    char (*leaf_names)[64] = calloc(2 * 512, sizeof *leaf_names);
-    if (!in || !names || !leaf_names) {
-        free(in);
-        free(names);
-        free(leaf_names);
-        txc_error(TXC_ERR_NOMEM, "out of memory (step)");
-        return -1;
-    }
+    txc_tensor **in = gen->in;
+    const char **names = gen->names;
     memcpy(in, params, sizeof *in * (size_t)P);
-    for (int i = 0; i < P; i++)
-        names[i] = txc_model_parameter_name(m, i);
     int C = 0;
     int32_t next = -1;
     int mark = txc_env_scope_begin(env);
     if (*cache) {
         const char *type = txc_kv_cache_tree_type(*cache);
-        if (txc_tree_flatten(type, *cache, in + P, 2 * 512, &C, st.cache_aux, &st.cache_aux_len) != TXC_OK)
+        if (txc_tree_flatten(type, *cache, in + P, MAX_CACHE_LEAVES, &C, st.cache_aux, &st.cache_aux_len) != TXC_OK)
             goto done;
-        const txc_tree_def *d = txc_tree_find(type);
-        for (int i = 0; i < C; i++) {
-            d->leaf_name(st.cache_aux, st.cache_aux_len, i, leaf_names[i], sizeof leaf_names[i]);
-            names[P + i] = leaf_names[i];
+        if (C != gen->n_leaf_names) { /* names depend on the layer count only */
+            const txc_tree_def *d = txc_tree_find(type);
+            for (int i = 0; i < C; i++) {
+                d->leaf_name(st.cache_aux, st.cache_aux_len, i, gen->leaf_names[i], sizeof gen->leaf_names[i]);
+                names[P + i] = gen->leaf_names[i];
+            }
+            gen->n_leaf_names = C;
         }
     }
     st.n_cache_leaves = C;
@@ -320,14 +334,15 @@ static int32_t step_jit(txc_generator *gen, txc_kv_cache **cache, const int32_t 
         names[n_in] = "rng_state";
         in[n_in++] = rng_state;
     }
-    txc_tensor *out[2 + 2 * 512];
+    txc_tensor *out[2 + MAX_CACHE_LEAVES];
     int n_out;
-    if (txc_jit_call(gen->jit[!prefill], in, n_in, names, &st, sizeof st, out, 2 + 2 * 512, &n_out) != TXC_OK)
+    if (txc_jit_call(gen->jit[!prefill], in, n_in, names, &st, sizeof st, out, 2 + MAX_CACHE_LEAVES, &n_out) !=
+        TXC_OK)
         goto done;
     next = (int32_t)((const int64_t *)txc_tensor_data_ptr(out[0]))[0];
     if (kind == TXC_CACHE_DYNAMIC) {
         /* The grown cache lives in the plan's arena: copy it out. */
-        txc_tensor *leaves[2 * 512];
+        txc_tensor *leaves[MAX_CACHE_LEAVES];
         for (int i = 0; i < n_out - 2; i++)
             leaves[i] = txc_clone(out[2 + i]); /* owned by the scope; the cache retains them */
         if (txc_kv_cache_set_layers(*cache, leaves, n_out - 2) != TXC_OK)
@@ -337,9 +352,6 @@ static int32_t step_jit(txc_generator *gen, txc_kv_cache **cache, const int32_t 
     }
 done:
     txc_env_scope_end(env, mark);
-    free(in);
-    free(names);
-    free(leaf_names);
     return next;
 }
 
