@@ -35,7 +35,9 @@ const char *txc_device_name(txc_device dev);
 txc_status txc_device_parse(const char *s, txc_device *out);
 
 /* Allocate `nbytes` zero-filled, 64-byte-aligned bytes on `dev` (nbytes may
- * be 0: returns a valid unique pointer). NULL + TXC_ERR_NOMEM on failure,
+ * be 0: returns a valid unique pointer); on the CPU, buffers of 2 MiB or
+ * more are 2 MiB-aligned and advised as transparent huge pages
+ * (madvise(MADV_HUGEPAGE)). NULL + TXC_ERR_NOMEM on failure,
  * TXC_ERR_UNSUPPORTED for an unavailable device. */
 void *txc_backend_alloc(txc_device dev, size_t nbytes);
 void txc_backend_free(txc_device dev, void *ptr);
