@@ -70,6 +70,17 @@ for m in gpt2 llama3 deepseek_v3 gptoss mistral-7b-v0.1; do
   else bad "$m: round trip: '$back'"; fi
 done
 
+# --- --bench ----------------------------------------------------------------------
+printf 'Hello world\n' >"$tmp/bench.txt"
+"$TXC" tokenize --model "$TOK/gpt2" --no-special-tokens --bench "$tmp/bench.txt" --repeat 3 >"$tmp/b" 2>"$tmp/e"
+if [ $? -eq 0 ] && grep -q '^tokens: 3 (ids fnv1a64 ' "$tmp/b" && grep -q '^speed: .* MB/s, .* tokens/s$' "$tmp/b" &&
+  grep -q '^encode: median .* of 3 runs' "$tmp/b" && [ ! -s "$tmp/e" ]; then ok "--bench prints speed and the token count"
+else bad "--bench: $(cat "$tmp/b" "$tmp/e")"; fi
+"$TXC" tokenize --model "$TOK/tinyllama-1.1b-chat-v1.0" --bench - --json <"$tmp/bench.txt" >"$tmp/b" 2>"$tmp/e"
+if [ $? -eq 0 ] && grep -q '"tokens":4,' "$tmp/b" && grep -q '"add_special_tokens":true' "$tmp/b" &&
+  grep -q '"runs_ms":\[[^],]*,[^],]*,[^],]*,[^],]*,[^],]*\]' "$tmp/b"; then ok "--bench - --json (stdin, BOS counted, 5 runs)"
+else bad "--bench --json: $(cat "$tmp/b" "$tmp/e")"; fi
+
 # --- bad input: one line on stderr, exit status 2 -------------------------------
 expect_error() { # name, needle, command...
   local name=$1 needle=$2
@@ -94,14 +105,25 @@ expect_error "unsupported pre-tokenizer" "pre_tokenizer BertPreTokenizer not sup
   "$TXC" tokenize --model "$tmp/only" "x"
 printf '{"model": ' >"$tmp/only/tokenizer.json"
 expect_error "corrupt tokenizer.json" "not valid JSON" "$TXC" tokenize --model "$tmp/only" "x"
-expect_error "id out of range" "out of range" "$TXC" tokenize --model "$TOK/gpt2" --decode 15496 50257
+expect_error "id out of range" "txc: tokenizer: id 50257 at position 1 is out of range" "$TXC" tokenize --model "$TOK/gpt2" --decode 15496 50257
 expect_error "negative id" "out of range" "$TXC" tokenize --model "$TOK/gpt2" --decode -1
 expect_error "id that is not a number" "bad id 'abc'" "$TXC" tokenize --model "$TOK/gpt2" --decode 1 abc
+expect_error "--decode without ids" "needs at least one ID" "$TXC" tokenize --model "$TOK/gpt2" --decode
+expect_error "--decode, no id after the options" "needs at least one ID" "$TXC" tokenize --model "$TOK/gpt2" --decode --keep-special
+expect_error "--bench of a missing file" "cannot open" "$TXC" tokenize --model "$TOK/gpt2" --bench "$tmp/no-such"
+expect_error "--bench of a folder" "cannot read" "$TXC" tokenize --model "$TOK/gpt2" --bench "$tmp"
+expect_error "--bench without a file" "needs a value" "$TXC" tokenize --model "$TOK/gpt2" --bench
+expect_error "--bench and a TEXT" "takes no TEXT" "$TXC" tokenize --model "$TOK/gpt2" --bench "$tmp/bench.txt" hello
+expect_error "--bench --decode" "takes no --decode" "$TXC" tokenize --model "$TOK/gpt2" --bench "$tmp/bench.txt" --decode
+expect_error "--repeat 0" "integer >= 1" "$TXC" tokenize --model "$TOK/gpt2" --bench "$tmp/bench.txt" --repeat 0
+expect_error "--repeat too large" "at most 100000" "$TXC" tokenize --model "$TOK/gpt2" --bench "$tmp/bench.txt" --repeat 1000000
+expect_error "--repeat without --bench" "goes with --bench" "$TXC" tokenize --model "$TOK/gpt2" --repeat 3 hello
+expect_error "--bench of invalid UTF-8" "not valid UTF-8" sh -c "printf 'a\\377' | \"$TXC\" tokenize --model \"$TOK/gpt2\" --bench -"
 expect_error "no text" "one TEXT argument" "$TXC" tokenize --model "$TOK/gpt2"
 expect_error "two texts" "one TEXT argument" "$TXC" tokenize --model "$TOK/gpt2" a b
 expect_error "unknown option" "--frobnicate" "$TXC" tokenize --model "$TOK/gpt2" --frobnicate x
 expect_error "--model without a value" "needs a value" "$TXC" tokenize --model
-expect_error "invalid UTF-8" "UTF-8" "$TXC" tokenize --model "$TOK/gpt2" "$(printf 'a\xff')"
+expect_error "invalid UTF-8" "tokenizer: the text is not valid UTF-8" "$TXC" tokenize --model "$TOK/gpt2" "$(printf 'a\xff')"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

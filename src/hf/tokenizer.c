@@ -543,7 +543,7 @@ txc_status txc_tokenizer_encode(const txc_tokenizer *t, const char *text, size_t
     if (!t || !ids_out || !n_out || (!text && len))
         return txc_error(TXC_ERR_INVALID, "txc_tokenizer_encode: NULL argument");
     if (!tk_utf8_valid(text, len))
-        return txc_error(TXC_ERR_INVALID, "txc_tokenizer_encode: text is not valid UTF-8");
+        return txc_error(TXC_ERR_INVALID, "tokenizer: the text is not valid UTF-8");
 
     tk_pieces raw = {0}, pieces = {0};
     tk_buf b = {0};
@@ -683,7 +683,7 @@ txc_status txc_tokenizer_decode(const txc_tokenizer *t, const int32_t *ids, size
         if (!s) {
             free(kept);
             return txc_error(TXC_ERR_INVALID,
-                             "txc_tokenizer_decode: id %d at position %zu is out of range "
+                             "tokenizer: id %d at position %zu is out of range "
                              "(vocab size %d)",
                              (int)ids[i], i, (int)t->n_ids);
         }

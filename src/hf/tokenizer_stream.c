@@ -126,7 +126,7 @@ txc_status txc_detok_stream_put(txc_detok_stream *s, int32_t id, const char **pi
     size_t tl;
     const char *tokstr = tk_token_of(s->tok, id, &tl);
     if (!tokstr)
-        return txc_error(TXC_ERR_INVALID, "txc_detok_stream_put: id %d out of range (vocab size %d)",
+        return txc_error(TXC_ERR_INVALID, "tokenizer: id %d is out of range (vocab size %d)",
                          (int)id, (int)s->tok->n_ids);
     if (s->skip && tk_strmap_get(&s->tok->special_set, tokstr, tl) >= 0)
         return set_piece(s, "", 0, piece, piece_len);

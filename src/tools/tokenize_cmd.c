@@ -3,18 +3,26 @@
  *
  *   txc tokenize [--model DIR] [--no-special-tokens] [--ids] TEXT
  *   txc tokenize [--model DIR] --decode [--keep-special] ID...
+ *   txc tokenize [--model DIR] [--no-special-tokens] --bench FILE [--repeat N] [--json]
  *
  * Encoding prints one token per line, "id<TAB>piece", the piece as the
  * vocabulary spells it ("Ġthe", "▁the", "<0x0A>") with control characters and
  * backslashes escaped C-style so that each token stays on its line; --ids
  * prints only the ids, space-separated, on one line. TEXT "-" reads stdin.
  * Decoding prints decode(ids, skip_special_tokens) and a newline.
+ * --bench encodes the whole of FILE as one string, once to warm up and then
+ * N times, and prints the median time (load excluded), MB/s (10^6 bytes),
+ * tokens/s, the token count and an FNV-1a digest of the ids, so that the
+ * count can be checked against the `tokenizers` package
+ * (bench/tokenizer_speed.sh does that for every family).
  * Exit status: 0, or 2 on any error (one line on stderr).
  */
 #include "tools/tokenize_cmd.h"
 #include "tools/cli.h"
 
 #include "txc/tokenizer.h"
+
+#include <cjson/cJSON.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -29,6 +37,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: txc tokenize [--model DIR] [--no-special-tokens] [--ids] TEXT\n"
             "       txc tokenize [--model DIR] --decode [--keep-special] ID...\n"
+            "       txc tokenize [--model DIR] [--no-special-tokens] --bench FILE [--repeat N] [--json]\n"
             "\n"
             "Encode TEXT (\"-\": stdin) with the tokenizer.json of DIR, or decode ids.\n"
             "  --model DIR          folder holding tokenizer.json (no weights needed), or the\n"
@@ -37,7 +46,12 @@ static void usage(FILE *f)
             "                       one \"id<TAB>piece\" line per token)\n"
             "  --no-special-tokens  leave out what the post-processor adds (BOS...)\n"
             "  --decode             the arguments are ids: print their decoded text\n"
-            "  --keep-special       with --decode: keep special tokens (default: skip them)\n");
+            "  --keep-special       with --decode: keep special tokens (default: skip them)\n"
+            "  --bench FILE         time encoding the whole of FILE (\"-\": stdin) as one string:\n"
+            "                       one warm-up, then N runs; prints the median (load not\n"
+            "                       included) in MB/s and tokens/s, and the token count\n"
+            "  --repeat N           with --bench: the number of timed runs (default 5)\n"
+            "  --json               with --bench: print one JSON object instead\n");
 }
 
 
@@ -62,12 +76,13 @@ static void print_piece(const char *s)
     }
 }
 
-static char *read_stdin(size_t *len)
+/* All of f; NULL (errno set) on a read error or out of memory. */
+static char *read_stream(FILE *f, size_t *len)
 {
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
     while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, stdin);
+        size_t got = fread(buf + n, 1, cap - n, f);
         n += got;
         if (got == 0)
             break;
@@ -81,8 +96,12 @@ static char *read_stdin(size_t *len)
             cap *= 2;
         }
     }
-    if (buf && ferror(stdin)) {
+    if (!buf)
+        errno = ENOMEM;
+    if (buf && ferror(f)) {
         free(buf);
+        if (!errno)
+            errno = EIO;
         return NULL;
     }
     *len = n;
@@ -146,9 +165,121 @@ static bool is_integer(const char *s)
     return true;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* FNV-1a 64 over the ids as little-endian uint32 (the digest of
+ * tests/fixtures/tokenizer_ids/bench_1mb.json and bench/tokenizer_speed.py). */
+static uint64_t ids_fnv1a64(const int32_t *ids, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t v = (uint32_t)ids[i];
+        for (int k = 0; k < 4; k++)
+            h = (h ^ ((v >> (8 * k)) & 0xFF)) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* --bench: encode the whole file `repeat` + 1 times (the first is a warm-up)
+ * and print the median. */
+static int run_bench(const txc_tokenizer *tok, const char *model, double load_ms, const char *path,
+                     int repeat, bool add_special, bool json)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f) {
+        fprintf(stderr, "txc: cannot open %s: %s\n", path, strerror(errno));
+        return EXIT_ERROR;
+    }
+    size_t len = 0;
+    errno = 0;
+    char *text = read_stream(f, &len);
+    int err = errno;
+    if (f != stdin)
+        fclose(f);
+    if (!text) {
+        fprintf(stderr, "txc: cannot read %s: %s\n", path, strerror(err ? err : EIO));
+        return EXIT_ERROR;
+    }
+    double *ms = malloc(2 * (size_t)repeat * sizeof *ms); /* the runs in order, then sorted */
+    if (!ms) {
+        free(text);
+        fprintf(stderr, "txc: out of memory\n");
+        return EXIT_ERROR;
+    }
+    int rc = 0;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    for (int r = -1; r < repeat && !rc; r++) {
+        free(ids);
+        ids = NULL;
+        txc_clear_error();
+        double t0 = txc_cli_now_ms();
+        if (txc_tokenizer_encode(tok, text, len, add_special, &ids, &n) != TXC_OK)
+            rc = txc_cli_fail("encoding");
+        double t1 = txc_cli_now_ms();
+        if (r >= 0)
+            ms[r] = t1 - t0;
+    }
+    if (!rc) {
+        double *sorted = ms + repeat;
+        memcpy(sorted, ms, (size_t)repeat * sizeof *ms);
+        qsort(sorted, (size_t)repeat, sizeof *sorted, cmp_double);
+        double med = repeat % 2 ? sorted[repeat / 2]
+                                : 0.5 * (sorted[repeat / 2 - 1] + sorted[repeat / 2]);
+        double mbs = med > 0 ? (double)len / 1e3 / med : 0;
+        double tps = med > 0 ? (double)n * 1e3 / med : 0;
+        char fnv[17];
+        snprintf(fnv, sizeof fnv, "%016llx", (unsigned long long)ids_fnv1a64(ids, n));
+        if (json) {
+            cJSON *j = cJSON_CreateObject();
+            cJSON *arr = cJSON_AddArrayToObject(j, "runs_ms");
+            for (int r = 0; r < repeat; r++)
+                cJSON_AddItemToArray(arr, cJSON_CreateNumber(ms[r]));
+            cJSON_AddStringToObject(j, "tokenizer", model);
+            cJSON_AddStringToObject(j, "file", path);
+            cJSON_AddNumberToObject(j, "bytes", (double)len);
+            cJSON_AddBoolToObject(j, "add_special_tokens", add_special);
+            cJSON_AddNumberToObject(j, "load_ms", load_ms);
+            cJSON_AddNumberToObject(j, "repeat", repeat);
+            cJSON_AddNumberToObject(j, "median_ms", med);
+            cJSON_AddNumberToObject(j, "min_ms", sorted[0]);
+            cJSON_AddNumberToObject(j, "mb_per_s", mbs);
+            cJSON_AddNumberToObject(j, "tokens_per_s", tps);
+            cJSON_AddNumberToObject(j, "tokens", (double)n);
+            cJSON_AddStringToObject(j, "ids_fnv1a64", fnv);
+            char *out = cJSON_PrintUnformatted(j);
+            if (out)
+                puts(out);
+            else
+                rc = EXIT_ERROR, fprintf(stderr, "txc: out of memory\n");
+            free(out);
+            cJSON_Delete(j);
+        } else {
+            printf("tokenizer: %s (load %.1f ms)\n", model, load_ms);
+            printf("text: %s (%zu bytes), add_special_tokens %s\n", path, len,
+                   add_special ? "true" : "false");
+            printf("encode: median %.1f ms of %d runs after 1 warm-up (min %.1f, max %.1f)\n", med,
+                   repeat, sorted[0], sorted[repeat - 1]);
+            printf("speed: %.2f MB/s, %.0f tokens/s\n", mbs, tps);
+            printf("tokens: %zu (ids fnv1a64 %s)\n", n, fnv);
+        }
+    }
+    free(ids);
+    free(ms);
+    free(text);
+    return rc;
+}
+
 int txc_cmd_tokenize(int argc, char **argv)
 {
     const char *model = NULL;
+    const char *bench = NULL;
+    int64_t repeat = 5;
+    bool repeat_given = false, json = false;
     bool ids_only = false, no_special = false, do_decode = false, keep_special = false;
     char **pos = calloc((size_t)(argc > 0 ? argc : 1), sizeof *pos);
     int n_pos = 0;
@@ -173,6 +304,24 @@ int txc_cmd_tokenize(int argc, char **argv)
             }
         } else if (!strncmp(a, "--model=", 8)) {
             model = a + 8;
+        } else if (!strcmp(a, "--bench") || !strcmp(a, "--repeat")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "txc: %s needs a value (%s)\n", a,
+                        a[2] == 'b' ? "a text file" : "a number of runs");
+                rc = EXIT_ERROR;
+            } else if (a[2] == 'b') {
+                bench = argv[++i];
+            } else if (!txc_cli_parse_int("--repeat", argv[++i], 1, &repeat)) {
+                rc = EXIT_ERROR;
+            } else if (repeat > 100000) {
+                fprintf(stderr, "txc: --repeat expects at most 100000 runs, got %lld\n",
+                        (long long)repeat);
+                rc = EXIT_ERROR;
+            } else {
+                repeat_given = true;
+            }
+        } else if (!strcmp(a, "--json")) {
+            json = true;
         } else if (!strcmp(a, "--ids")) {
             ids_only = true;
         } else if (!strcmp(a, "--no-special-tokens")) {
@@ -190,7 +339,21 @@ int txc_cmd_tokenize(int argc, char **argv)
             rc = EXIT_ERROR;
         }
     }
-    if (!rc && !do_decode && n_pos != 1) {
+    if (!rc && bench && (do_decode || ids_only || keep_special || n_pos)) {
+        fprintf(stderr, "txc: --bench FILE takes no %s\n",
+                do_decode ? "--decode" : ids_only ? "--ids" : keep_special ? "--keep-special"
+                                                                             : "TEXT argument");
+        rc = EXIT_ERROR;
+    }
+    if (!rc && !bench && (repeat_given || json)) {
+        fprintf(stderr, "txc: %s goes with --bench FILE\n", json ? "--json" : "--repeat");
+        rc = EXIT_ERROR;
+    }
+    if (!rc && do_decode && n_pos == 0) {
+        fprintf(stderr, "txc: --decode needs at least one ID (see txc tokenize --help)\n");
+        rc = EXIT_ERROR;
+    }
+    if (!rc && !bench && !do_decode && n_pos != 1) {
         fprintf(stderr, "txc: tokenize takes one TEXT argument, got %d (quote the text; see txc "
                         "tokenize --help)\n",
                 n_pos);
@@ -223,18 +386,22 @@ int txc_cmd_tokenize(int argc, char **argv)
 
     txc_clear_error();
     txc_tokenizer *tok = NULL;
+    double t0 = txc_cli_now_ms();
     if (txc_tokenizer_load(model, &tok) != TXC_OK) {
         free(pos);
         return txc_cli_fail_in(model);
     }
+    double load_ms = txc_cli_now_ms() - t0;
     int32_t *ids = NULL;
     size_t n = 0;
-    if (do_decode) {
+    if (bench) {
+        rc = run_bench(tok, model, load_ms, bench, (int)repeat, !no_special, json);
+    } else if (do_decode) {
         rc = parse_ids(pos, n_pos, &ids, &n);
         char *text = NULL;
         size_t len = 0;
         if (!rc && txc_tokenizer_decode(tok, ids, n, !keep_special, &text, &len) != TXC_OK)
-            rc = txc_cli_fail_in("--decode");
+            rc = txc_cli_fail("--decode");
         if (!rc) {
             fwrite(text, 1, len, stdout);
             putchar('\n');
@@ -245,7 +412,7 @@ int txc_cmd_tokenize(int argc, char **argv)
         const char *text = pos[0];
         size_t len = strlen(text);
         if (!strcmp(text, "-")) {
-            in = read_stdin(&len);
+            in = read_stream(stdin, &len);
             text = in;
             if (!in) {
                 fprintf(stderr, "txc: cannot read stdin: %s\n", strerror(errno));
@@ -253,7 +420,7 @@ int txc_cmd_tokenize(int argc, char **argv)
             }
         }
         if (!rc && txc_tokenizer_encode(tok, text, len, !no_special, &ids, &n) != TXC_OK)
-            rc = txc_cli_fail_in("tokenize");
+            rc = txc_cli_fail("encoding");
         for (size_t i = 0; i < n && !rc; i++) {
             if (ids_only) {
                 printf(i ? " %d" : "%d", (int)ids[i]);
