@@ -93,15 +93,15 @@ static void exec_ins(const fused_ins *I, int64_t m, float *restrict o, const flo
     case F_MOV: LOOP1(x);
     case F_NEG: LOOP1(-x);
     case F_ABS: LOOP1(fabsf(x));
-    case F_EXP: LOOP1(expf(x));
+    case F_EXP: txc_kern_exp(o, a, m, 0.0f); break;
     case F_LOG: LOOP1(logf(x));
     case F_SQRT: LOOP1(sqrtf(x));
     case F_RSQRT: LOOP1(1.0f / sqrtf(x));
     case F_SIN: LOOP1(sinf(x));
     case F_COS: LOOP1(cosf(x));
     case F_TANH: LOOP1(tanhf(x));
-    case F_SIGMOID: LOOP1(1.0f / (1.0f + expf(-x)));
-    case F_SILU: LOOP1(x / (1.0f + expf(-x)));
+    case F_SIGMOID: txc_kern_sigmoid(o, a, m); break;
+    case F_SILU: txc_kern_silu(o, a, m); break;
     case F_GELU: LOOP1(gelu_erf(x));
     case F_GELU_TANH: LOOP1(gelu_tanh(x));
     case F_RELU: LOOP1(x < 0.0f ? 0.0f : x);

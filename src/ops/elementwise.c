@@ -716,24 +716,35 @@ static inline float gelu_tanh(float x)
     return 0.5f * x * (1.0f + tanhf(inner));
 }
 
+/* A vector-math kernel CALL(y, x, m) over the rows, or once for a scalar
+ * operand (the same function either way: equal bits). */
+#define UN_VM(CALL)                                                                    \
+    do {                                                                               \
+        float *y = out;                                                                \
+        const float *x = in[0];                                                        \
+        int64_t m = sc[0] ? 1 : n;                                                     \
+        CALL;                                                                          \
+        for (int64_t i = m; i < n; i++)                                                \
+            y[i] = y[0];                                                               \
+    } while (0)
+
 static void k_unary_f32(const void *ctx, int64_t n, void *out, const void *const *in, const bool *sc)
 {
     const ew_op *e = ctx;
     switch (e->op) {
     case TXC_OP_NEG: UN_LOOP(float, float, -x); break;
     case TXC_OP_ABS: UN_LOOP(float, float, fabsf(x)); break;
-    case TXC_OP_EXP: UN_LOOP(float, float, expf(x)); break;
+    case TXC_OP_EXP: UN_VM(txc_kern_exp(y, x, m, 0.0f)); break;
     case TXC_OP_LOG: UN_LOOP(float, float, logf(x)); break;
     case TXC_OP_SQRT: UN_LOOP(float, float, sqrtf(x)); break;
     case TXC_OP_RSQRT: UN_LOOP(float, float, 1.0f / sqrtf(x)); break;
     case TXC_OP_SIN: UN_LOOP(float, float, sinf(x)); break;
     case TXC_OP_COS: UN_LOOP(float, float, cosf(x)); break;
     case TXC_OP_TANH: UN_LOOP(float, float, tanhf(x)); break;
-    /* (the C library's expf, as the JIT's fused kernels: fused and eager
-     * results stay bit for bit equal; txc_kern_sigmoid/silu are the
-     * vector versions to switch both to together) */
-    case TXC_OP_SIGMOID: UN_LOOP(float, float, 1.0f / (1.0f + expf(-x))); break;
-    case TXC_OP_SILU: UN_LOOP(float, float, x / (1.0f + expf(-x))); break;
+    /* (the vector exp of txc_kern_exp, as the JIT's fused kernels: fused
+     * and eager results stay bit for bit equal) */
+    case TXC_OP_SIGMOID: UN_VM(txc_kern_sigmoid(y, x, m)); break;
+    case TXC_OP_SILU: UN_VM(txc_kern_silu(y, x, m)); break;
     case TXC_OP_GELU:
         if (e->flags & TXC_ATTR_TANH)
             UN_LOOP(float, float, gelu_tanh(x));

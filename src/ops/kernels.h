@@ -39,9 +39,12 @@
 #define TXC_HAVE_X86 0
 #endif
 
-/* 0: portable C; 1: AVX2+FMA+F16C; 2: also AVX-512 F/BW/VL/DQ. */
+/* 0: portable C; 1: AVX2+FMA+F16C; 2: also AVX-512 F/BW/VL/DQ; 3: also
+ * AMX-BF16 + AVX512-BF16 with the OS's permission for the tile state (the
+ * bfloat16-weight GEMM of prefill runs on AMX, below). */
 int txc_kern_simd_level(void);
-/* -1: automatic; 0: the portable C kernels, 1: at most AVX2 (for tests). */
+/* -1: automatic; 0: the portable C kernels, 1: at most AVX2, 2: at most
+ * AVX-512 without AMX (for tests). */
 void txc_kern_set_simd_level(int level);
 
 /* ---- GEMM (linalg.c) -------------------------------------------------------------
@@ -53,6 +56,17 @@ void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
                       txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
 void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
                       txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
+
+/* amx.c: C = A·Bᵀ for bfloat16 B (rows of stride ldb) with A rounded to
+ * bfloat16 (nearest even) and float32 products and sums, on AMX tiles —
+ * torch's linear on bfloat16 inputs, but C stays float32. Error bound:
+ * |C - exact| <= 2^-8 sum_k |A_ik B_jk| + float32 summation error. Returns
+ * false, touching nothing, when it cannot run (no AMX or no permission,
+ * K not a multiple of 32, no scratch memory): the caller falls back. Uses
+ * the scratch slots GEMM_PACK and ROW. */
+bool txc_amx_available(void);
+bool txc_kern_gemm_nt_amx(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
+                          int64_t ldb, float *C, int64_t ldc);
 
 /* "(2, 3)" / "(4,)" as torch prints shapes, for error messages. */
 const char *txc_kern_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape);
@@ -120,10 +134,10 @@ void txc_kern_round_through(txc_dtype dt, float *x, int64_t n);
  * One exp: with AVX2/AVX-512 a polynomial (Cephes', within 1.3 ulp; it
  * overflows to inf and underflows through the subnormals as expf does, NaN
  * stays NaN), else the C library's expf. softmax, log_softmax and attention
- * use it. The elementwise exp/sigmoid/silu ops still call expf, as the
- * JIT's fused kernels (src/jit/fusion.c) do: fused and eager results are
- * checked bit for bit, so both switch to txc_kern_exp/sigmoid/silu together
- * (about 5x faster on AVX2, 9x on AVX-512 for silu). */
+ * use it, and so do the elementwise exp/sigmoid/silu ops and the JIT's
+ * fused kernels (src/jit/fusion.c), whose results are checked bit for bit
+ * against eager (about 5x faster than expf on AVX2, 9x on AVX-512 for
+ * silu). A scalar operand (a broadcast 0-d input) still uses expf. */
 
 /* y[i] = exp(x[i] - shift) (y may be x; NULL: only the sum); returns the
  * sum of the results, accumulated in double. */

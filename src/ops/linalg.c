@@ -26,7 +26,7 @@
 
 /* ---- CPU features ------------------------------------------------------------ */
 
-static int simd_auto;          /* 1: AVX2+FMA+F16C; 2: also AVX-512 F/BW/VL/DQ */
+static int simd_auto;          /* 1: AVX2+FMA+F16C; 2: also AVX-512 F/BW/VL/DQ; 3: also AMX-BF16 */
 static int simd_override = -1; /* tests force the portable path with 0 */
 static pthread_once_t simd_once = PTHREAD_ONCE_INIT;
 
@@ -40,6 +40,13 @@ static void simd_detect(void)
     if (simd_auto && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
         simd_auto = 2;
+    if (simd_auto == 2 && txc_amx_available())
+        simd_auto = 3;
+    /* TXC_SIMD_LEVEL=N caps the level (0 portable, 1 AVX2, 2 AVX-512, 3 AMX):
+     * to compare kernels, or to run without AMX's bfloat16 activations. */
+    const char *cap = getenv("TXC_SIMD_LEVEL");
+    if (cap && cap[0] >= '0' && cap[0] <= '3' && !cap[1] && cap[0] - '0' < simd_auto)
+        simd_auto = cap[0] - '0';
 #else
     simd_auto = 0;
 #endif
@@ -421,6 +428,77 @@ TXC_INLINE_AVX512 void nt_tile512(const int MR, const int NR, const int DT, int6
 NT_BLOCKED(TXC_INLINE_AVX512, nt_blocked512, nt_tile512)
 DT_DISPATCH(TXC_AVX512, nt_avx512, nt_blocked512)
 
+/* Prefetch distance of the GEMV's weight stream, bytes ahead of the read. */
+#define GEMV_PREFETCH 4096
+
+/* GEMV (one row of A, the decode step's x·Wᵀ): NR consecutive rows of B
+ * at a time, 32 elements (one 64-byte line of bf16/f16) per row per step,
+ * and a software prefetch GEMV_PREFETCH bytes ahead of the tile: the NR
+ * rows are one contiguous stretch of memory, so the prefetches walk it as
+ * one linear stream (short rows otherwise defeat the hardware prefetchers,
+ * which stop at page boundaries). */
+TXC_INLINE_AVX512 void gemv_tile512(const int NR, const int DT, int64_t K, const float *A, const char *B, int64_t ldb,
+                                    float *C)
+{
+    const size_t es = DT == TXC_F32 ? 4 : 2;
+    const char *b[4];
+    __m512 acc0[4], acc1[4];
+    for (int j = 0; j < NR; j++) {
+        b[j] = B + (size_t)(j * ldb) * es;
+        acc0[j] = _mm512_setzero_ps();
+        acc1[j] = _mm512_setzero_ps();
+    }
+    const char *pf = B + GEMV_PREFETCH;
+    const size_t pf_step = (size_t)NR * 32 * es; /* bytes the tile reads per step */
+    int64_t k = 0;
+    for (; k + 32 <= K; k += 32) {
+        for (size_t o = 0; o < pf_step; o += 64)
+            _mm_prefetch(pf + o, _MM_HINT_T0);
+        pf += pf_step;
+        const __m512 a0 = _mm512_loadu_ps(A + k), a1 = _mm512_loadu_ps(A + k + 16);
+        for (int j = 0; j < NR; j++) {
+            acc0[j] = _mm512_fmadd_ps(a0, ld16(b[j] + (size_t)k * es, DT), acc0[j]);
+            acc1[j] = _mm512_fmadd_ps(a1, ld16(b[j] + (size_t)(k + 16) * es, DT), acc1[j]);
+        }
+    }
+    for (; k < K; k += 16) {
+        __mmask16 m = K - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (K - k)) - 1u);
+        const __m512 a0 = _mm512_maskz_loadu_ps(m, A + k);
+        for (int j = 0; j < NR; j++)
+            acc0[j] = _mm512_fmadd_ps(a0, ld16m(b[j] + (size_t)k * es, DT, m), acc0[j]);
+    }
+    if (NR == 4) {
+        __m128 s = hsum8x4(fold512(_mm512_add_ps(acc0[0], acc1[0])), fold512(_mm512_add_ps(acc0[1], acc1[1])),
+                           fold512(_mm512_add_ps(acc0[2], acc1[2])), fold512(_mm512_add_ps(acc0[3], acc1[3])));
+        _mm_storeu_ps(C, s);
+    } else {
+        for (int j = 0; j < NR; j++)
+            C[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[j], acc1[j]));
+    }
+}
+
+TXC_INLINE_AVX512 void gemv_rows512(const int DT, int64_t N, int64_t K, const float *A, const char *B, int64_t ldb,
+                                    float *C)
+{
+    const size_t es = DT == TXC_F32 ? 4 : 2;
+    int64_t n = 0;
+    for (; n + 4 <= N; n += 4)
+        gemv_tile512(4, DT, K, A, B + (size_t)(n * ldb) * es, ldb, C + n);
+    for (; n < N; n++)
+        gemv_tile512(1, DT, K, A, B + (size_t)(n * ldb) * es, ldb, C + n);
+}
+
+TXC_AVX512 static void gemv_avx512(const int DT, int64_t N, int64_t K, const float *A, const void *B, int64_t ldb,
+                                   float *C)
+{
+    if (DT == TXC_F32)
+        gemv_rows512(TXC_F32, N, K, A, B, ldb, C);
+    else if (DT == TXC_BF16)
+        gemv_rows512(TXC_BF16, N, K, A, B, ldb, C);
+    else
+        gemv_rows512(TXC_F16, N, K, A, B, ldb, C);
+}
+
 /* MR rows x NV vectors of 16 columns; the last vector reads/writes only the
  * lanes in `last` (a column tail). */
 TXC_INLINE_AVX512 void nn_tile512(const int MR, const int NV, const int DT, int64_t K, const float *A, int64_t lda,
@@ -485,6 +563,12 @@ static void gemm_nt_serial(int64_t M, int64_t N, int64_t K, const float *A, int6
 {
 #if TXC_HAVE_X86
     const int simd = txc_kern_simd_level();
+    if (simd >= 2 && M == 1) {
+        gemv_avx512(bdt, N, K, A, B, ldb, C);
+        return;
+    }
+    if (simd >= 3 && bdt == TXC_BF16 && M > 4 && txc_kern_gemm_nt_amx(M, N, K, A, lda, B, ldb, C, ldc))
+        return;
     if (simd >= 1) {
         void (*nt)(int, int64_t, int64_t, int64_t, const float *, int64_t, const void *, int64_t, float *,
                    int64_t) = simd >= 2 ? nt_avx512 : nt_avx2;
