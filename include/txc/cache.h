@@ -52,6 +52,15 @@ int64_t txc_kv_cache_seq_length(const txc_kv_cache *cache);
 int64_t txc_kv_cache_max_length(const txc_kv_cache *cache);
 /* Forget the contents (a new sequence); a StaticCache keeps its buffers. */
 void txc_kv_cache_reset(txc_kv_cache *cache);
+/* Keep the first `n` tokens only (transformers DynamicCache.crop(n)), for
+ * a sequence that continues differently after them. A DynamicCache's layers
+ * are copied to (batch, heads, n, head_dim) (n = 0: emptied); a StaticCache
+ * only sets its length: its entries at positions >= n stay in the buffer
+ * but are never read, since attention reads keys up to the query's
+ * cache_position and the next forward overwrites them from position n on.
+ * n >= the stored length changes nothing. Errors: TXC_ERR_INVALID for
+ * n < 0, TXC_ERR_NOMEM (the cache is then unchanged). */
+txc_status txc_kv_cache_crop(txc_kv_cache *cache, int64_t n);
 
 /* Cache.update(key_states, value_states, layer_idx): store `key`/`value`
  * (batch, num_key_value_heads, q_len, head_dim) for `layer` at positions

@@ -87,6 +87,11 @@ typedef struct txc_generate_result {
     int64_t prefill_compilations, decode_compilations; /* plans compiled during this call */
     double compile_ms;          /* time spent tracing + compiling during this call */
     int64_t rng_counter;        /* the RNG state's counter at the end (uniforms drawn; 0 when greedy) */
+    /* The prompt's ids whose keys and values came from a session's cache
+     * (txc_generator_session_run; 0 otherwise) and those run through the
+     * model by the prefill (n_reused + n_prefilled = n_input when a token
+     * was generated; 0 prefilled when none was). */
+    int64_t n_reused, n_prefilled;
 } txc_generate_result;
 
 /* A generator keeps what outlives one generation: the compiled prefill
@@ -102,6 +107,69 @@ const char *txc_generator_last_recompile_reason(const txc_generator *gen, int wh
 /* As txc_generate, reusing the generator's compiled steps. */
 txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64_t n_input,
                              const txc_generate_options *opts, txc_generate_result *result);
+
+/* ---- sessions: the KV cache kept between runs (multi-turn chat) ------------
+ * transformers reuses a cache across generate() calls by passing it back
+ * (generate(input_ids, past_key_values=cache), its docs' "Re-use Cache to
+ * continue generation", the way multi-turn chat keeps a conversation's
+ * cache): the new input_ids hold the WHOLE conversation, and only the ids
+ * past the cache's length are run. A session does the same, and checks
+ * the ids instead of trusting the length:
+ *
+ *   txc_generator_session *s = txc_generator_session_new(gen, TXC_CACHE_STATIC, 2048);
+ *   txc_generator_session_run(s, turn1_ids, n1, &opts, &r1);  // prefill n1 ids
+ *   // turn2_ids = turn1_ids + the reply + the next user message (re-tokenized)
+ *   txc_generator_session_run(s, turn2_ids, n2, &opts, &r2);  // prefill only the suffix
+ *
+ * Each run takes the full sequence so far (prompt ids, batch 1), finds the
+ * longest common prefix P with the ids whose keys and values the cache
+ * holds, and prefills ids[P, n) at cache_position P.. (a compiled static
+ * prefill is padded to a power-of-two bucket from P on; the padding's
+ * positions lie past the sequence, where nothing valid is kept). Then it
+ * decodes as txc_generator_run, and the tokens are those of a fresh
+ * txc_generator_run over the same ids with the same options (greedy or
+ * sampled: the RNG state starts at [seed, 0] each run), eager or compiled.
+ *   - The cache holds the previous run's prompt and new ids but its LAST
+ *     new id: a sampled id is never fed to the model. It is prefilled with
+ *     the next suffix when the sequence keeps it.
+ *   - When the whole sequence is cached (P = n), the last id runs again:
+ *     its logits give the first new token.
+ *   - When the sequence departs from the cached one (an edited turn, or a
+ *     reply that re-tokenizes differently), the cache is cropped to P
+ *     (txc_kv_cache_crop: a StaticCache's stale entries are never read,
+ *     attention being bounded by cache_position, and are overwritten).
+ *   - TXC_CACHE_NONE: every step re-runs the whole sequence (nothing kept).
+ * opts->cache and opts->max_cache_len are the session's, not the options'.
+ *
+ * Errors of txc_generator_session_run: as txc_generator_run, and
+ * TXC_ERR_CAPACITY, before any work and leaving the session as it was, when
+ * the sequence has max_cache_len ids or more (static: no room for a reply;
+ * message "the conversation has N tokens, more than the session's
+ * max_cache_len M") or more than max_position_embeddings. A reply that
+ * reaches the end of the StaticCache stops early (stop_reason
+ * "max_cache_len"). After any other error the session is reset (the next
+ * run prefills everything). */
+typedef struct txc_generator_session txc_generator_session;
+/* A session over `gen` (which must outlive it) with a cache of `kind`;
+ * a StaticCache is allocated now, (1, num_key_value_heads, max_cache_len,
+ * head_dim) float32 per layer and K/V: max_cache_len 0 means
+ * min(4096, max_position_embeddings), larger values are cut to
+ * max_position_embeddings. Errors: TXC_ERR_INVALID (max_cache_len < 0, an
+ * unknown kind), TXC_ERR_NOMEM; NULL then. */
+txc_generator_session *txc_generator_session_new(txc_generator *gen, txc_cache_kind kind, int64_t max_cache_len);
+void txc_generator_session_free(txc_generator_session *sess);
+/* Forget the conversation (the StaticCache's buffer is kept). */
+void txc_generator_session_reset(txc_generator_session *sess);
+/* Ids whose keys and values the cache holds now (0 for TXC_CACHE_NONE). */
+int64_t txc_generator_session_cached(const txc_generator_session *sess);
+/* The StaticCache's length (else max_position_embeddings; INT64_MAX with
+ * dynamic NTK RoPE). */
+int64_t txc_generator_session_max_cache_len(const txc_generator_session *sess);
+/* Generate from the whole sequence `input_ids` (n_input >= 1), reusing the
+ * session's cache as described above; result as txc_generator_run, with
+ * n_reused / n_prefilled set. */
+txc_status txc_generator_session_run(txc_generator_session *sess, const int32_t *input_ids, int64_t n_input,
+                                     const txc_generate_options *opts, txc_generate_result *result);
 
 /* The logits processors and the choice of the next token, as ops (what
  * the eager and the compiled steps both run): `logits` (..., V) — its last

@@ -381,8 +381,23 @@ static int32_t step_eager(txc_model *model, txc_kv_cache *cache, const int32_t *
     return next;
 }
 
-txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64_t n_input,
-                             const txc_generate_options *o, txc_generate_result *r)
+/* A conversation kept between runs: its cache and the ids whose keys and
+ * values the cache holds. */
+struct txc_generator_session {
+    txc_generator *gen;
+    txc_cache_kind kind;
+    int64_t max_cache_len; /* the StaticCache's length; else the model's positions */
+    txc_kv_cache *cache;   /* NULL for TXC_CACHE_NONE */
+    int32_t *ids;          /* the last run's sequence: prompt + new ids */
+    int64_t n_ids, cap_ids;
+    int64_t n_cached;      /* ids[0, n_cached) are in the cache */
+};
+
+/* The run of txc_generator_run (sess NULL: a cache of its own, freed at the
+ * end) or of txc_generator_session_run (the session's cache, reused from
+ * the longest prefix it shares with input_ids). */
+static txc_status run(txc_generator *gen, txc_generator_session *sess, const int32_t *input_ids, int64_t n_input,
+                      const txc_generate_options *o, txc_generate_result *r)
 {
     memset(r, 0, sizeof *r);
     txc_model *model = gen->model;
@@ -398,12 +413,18 @@ txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64
         if (input_ids[i] < 0 || input_ids[i] >= c->vocab_size)
             return txc_error(TXC_ERR_INVALID, "generate: input id %d at position %lld is outside the vocabulary (%lld)",
                              input_ids[i], (long long)i, (long long)c->vocab_size);
+    const txc_cache_kind kind = sess ? sess->kind : o->cache;
     int64_t total = n_input + o->max_new_tokens;
-    int64_t max_cache_len = o->max_cache_len > 0 ? o->max_cache_len : total;
     const int64_t max_pos = txc_model_max_positions(model); /* dynamic NTK RoPE: unbounded */
+    int64_t max_cache_len = sess ? sess->max_cache_len : o->max_cache_len > 0 ? o->max_cache_len : total;
     if (max_cache_len > max_pos) /* no position past it is ever used */
         max_cache_len = max_pos;
-    if (o->cache == TXC_CACHE_STATIC && n_input > max_cache_len)
+    if (sess && kind == TXC_CACHE_STATIC && n_input >= max_cache_len)
+        return txc_error(TXC_ERR_CAPACITY, "generate: the conversation has %lld tokens, %s the session's max_cache_len "
+                                           "%lld (no room for a reply)",
+                         (long long)n_input, n_input > max_cache_len ? "more than" : "as many as",
+                         (long long)max_cache_len);
+    if (kind == TXC_CACHE_STATIC && n_input > max_cache_len)
         return txc_error(TXC_ERR_CAPACITY, "generate: the prompt has %lld tokens, more than max_cache_len %lld",
                          (long long)n_input, (long long)max_cache_len);
     if (n_input > max_pos)
@@ -412,7 +433,7 @@ txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64
     /* Generation ends early, with a reason, where the cache or the
      * position table ends. */
     const char *limit = "max_new_tokens";
-    if (o->cache == TXC_CACHE_STATIC && total > max_cache_len) {
+    if (kind == TXC_CACHE_STATIC && total > max_cache_len) {
         total = max_cache_len;
         limit = "max_cache_len";
     }
@@ -427,14 +448,33 @@ txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64
     memcpy(ids, input_ids, sizeof(int32_t) * (size_t)n_input);
     txc_env *env = txc_model_env(model);
     txc_kv_cache *cache = NULL;
-    if (o->cache == TXC_CACHE_DYNAMIC)
+    int64_t reused = 0; /* prompt ids whose keys and values are already in the cache */
+    txc_status s = TXC_OK;
+    if (sess) {
+        cache = sess->cache;
+        if (cache) {
+            while (reused < sess->n_cached && reused < n_input && sess->ids[reused] == input_ids[reused])
+                reused++;
+            if (reused == n_input) /* the last prompt id runs again: its logits give the first new token */
+                reused--;
+            /* Past the shared prefix the sequence differs: drop the rest
+             * (a StaticCache just forgets it; its stale entries are
+             * overwritten before attention could read them). */
+            s = txc_kv_cache_crop(cache, reused);
+        }
+    } else if (kind == TXC_CACHE_DYNAMIC) {
         cache = txc_dynamic_cache_new(env, (int)c->num_hidden_layers);
-    else if (o->cache == TXC_CACHE_STATIC)
+    } else if (kind == TXC_CACHE_STATIC) {
         cache = txc_static_cache_new(env, (int)c->num_hidden_layers, 1, c->num_key_value_heads, max_cache_len,
                                      c->head_dim);
-    if (o->cache != TXC_CACHE_NONE && !cache) {
+    }
+    if (s == TXC_OK && kind != TXC_CACHE_NONE && !cache)
+        s = txc_last_status() ? txc_last_status() : TXC_ERR_INTERNAL;
+    if (s != TXC_OK) {
+        if (!sess)
+            txc_kv_cache_free(cache);
         free(ids);
-        return txc_last_status();
+        return s;
     }
     /* The sampling state of this run, in a scope of its own: the mask of
      * seen tokens (updated here after each token) and the RNG state
@@ -442,7 +482,7 @@ txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64
     sampling sp = sampling_of(o);
     txc_tensor *seen = NULL, *rng_state = NULL;
     int mark = txc_env_scope_begin(env);
-    txc_status s = mark < 0 ? TXC_ERR_NOMEM : TXC_OK;
+    s = mark < 0 ? TXC_ERR_NOMEM : TXC_OK;
     if (s == TXC_OK && sp.penalize) {
         int64_t V = c->vocab_size;
         if ((seen = txc_zeros(env, 1, &V, TXC_BOOL))) {
@@ -458,23 +498,28 @@ txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64
     if (s != TXC_OK) {
         if (mark >= 0)
             txc_env_scope_end(env, mark);
-        txc_kv_cache_free(cache);
+        if (!sess)
+            txc_kv_cache_free(cache);
         free(ids);
         return s ? s : TXC_ERR_INTERNAL;
     }
     txc_jit_stats before[2] = {txc_jit_get_stats(gen->jit[0]), txc_jit_get_stats(gen->jit[1])};
 
-    int64_t n = n_input;
+    int64_t n = n_input, fed = reused; /* ids[0, fed) are in the cache */
     double t0 = now_ms(), t_first = t0;
     while (n < total) {
-        /* Without a cache, re-run everything; with one, only the new tokens. */
-        int64_t from = (cache && n > n_input) ? n - 1 : 0;
+        /* Without a cache, re-run everything; with one, only the ids it
+         * does not hold yet (a static prefill is padded to a bucket: the
+         * padding's positions lie past n, where nothing valid is kept). */
+        int64_t from = cache ? fed : 0;
         int32_t next = o->jit ? step_jit(gen, &cache, ids, from, n, &sp, seen, rng_state)
                               : step_eager(model, cache, ids, from, n, &sp, seen, rng_state);
         if (next < 0) {
             s = txc_last_status() != TXC_OK ? txc_last_status() : TXC_ERR_INTERNAL;
             break;
         }
+        if (cache)
+            fed = n;
         ids[n++] = next;
         if (seen && next < c->vocab_size)
             ((unsigned char *)txc_tensor_data_ptr(seen))[next] = 1;
@@ -492,7 +537,28 @@ txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64
     double t1 = now_ms();
     int64_t rng_counter = rng_state ? ((const int64_t *)txc_tensor_data_ptr(rng_state))[1] : 0;
     txc_env_scope_end(env, mark);
-    txc_kv_cache_free(cache);
+    if (!sess) {
+        txc_kv_cache_free(cache);
+    } else if (s == TXC_OK) {
+        /* Keep the sequence for the next run. The last new id was never fed
+         * to the model: its keys and values are not in the cache (fed = n - 1). */
+        if (n > sess->cap_ids) {
+            int32_t *p = realloc(sess->ids, sizeof(int32_t) * (size_t)n);
+            if (!p)
+                s = txc_error(TXC_ERR_NOMEM, "out of memory (generate)");
+            else {
+                sess->ids = p;
+                sess->cap_ids = n;
+            }
+        }
+        if (s == TXC_OK) {
+            memcpy(sess->ids, ids, sizeof(int32_t) * (size_t)n);
+            sess->n_ids = n;
+            sess->n_cached = cache ? fed : 0;
+        }
+    }
+    if (sess && s != TXC_OK) /* what the cache holds is unknown: start over next time */
+        txc_generator_session_reset(sess);
     if (s != TXC_OK) {
         free(ids);
         memset(r, 0, sizeof *r);
@@ -506,9 +572,11 @@ txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64
     }
     memcpy(r->new_ids, ids + n_input, sizeof(int32_t) * (size_t)r->n_new);
     free(ids);
+    r->n_reused = reused;
+    r->n_prefilled = n > n_input ? (cache ? n_input - reused : n_input) : 0;
     r->prefill_ms = t_first - t0;
     r->decode_ms = t1 - t_first;
-    r->max_cache_len = o->cache == TXC_CACHE_STATIC ? max_cache_len : 0;
+    r->max_cache_len = kind == TXC_CACHE_STATIC ? max_cache_len : 0;
     r->stop_reason = r->stopped_on_eos ? "eos_token_id" : n == total ? limit : "callback";
     txc_jit_stats after[2] = {txc_jit_get_stats(gen->jit[0]), txc_jit_get_stats(gen->jit[1])};
     r->prefill_compilations = (int64_t)(after[0].misses - before[0].misses);
@@ -516,6 +584,79 @@ txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64
     r->compile_ms = after[0].compile_ms - before[0].compile_ms + after[1].compile_ms - before[1].compile_ms;
     r->rng_counter = rng_counter;
     return TXC_OK;
+}
+
+txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64_t n_input,
+                             const txc_generate_options *o, txc_generate_result *r)
+{
+    return run(gen, NULL, input_ids, n_input, o, r);
+}
+
+/* The default length of a session's StaticCache when none is given. */
+#define SESSION_DEFAULT_MAX_CACHE_LEN 4096
+
+txc_generator_session *txc_generator_session_new(txc_generator *gen, txc_cache_kind kind, int64_t max_cache_len)
+{
+    if (kind != TXC_CACHE_NONE && kind != TXC_CACHE_DYNAMIC && kind != TXC_CACHE_STATIC) {
+        txc_error(TXC_ERR_INVALID, "generate: unknown cache kind %d", (int)kind);
+        return NULL;
+    }
+    if (max_cache_len < 0) {
+        txc_error(TXC_ERR_INVALID, "generate: max_cache_len must be >= 0 (0: the default), got %lld",
+                  (long long)max_cache_len);
+        return NULL;
+    }
+    const txc_hf_config *c = txc_model_config(gen->model);
+    const int64_t max_pos = txc_model_max_positions(gen->model);
+    if (max_cache_len == 0)
+        max_cache_len = SESSION_DEFAULT_MAX_CACHE_LEN;
+    if (max_cache_len > max_pos || kind != TXC_CACHE_STATIC)
+        max_cache_len = max_pos;
+    txc_generator_session *sess = calloc(1, sizeof *sess);
+    if (!sess) {
+        txc_error(TXC_ERR_NOMEM, "out of memory (generator session)");
+        return NULL;
+    }
+    sess->gen = gen;
+    sess->kind = kind;
+    sess->max_cache_len = max_cache_len;
+    txc_env *env = gen->env;
+    if (kind == TXC_CACHE_DYNAMIC)
+        sess->cache = txc_dynamic_cache_new(env, (int)c->num_hidden_layers);
+    else if (kind == TXC_CACHE_STATIC)
+        sess->cache = txc_static_cache_new(env, (int)c->num_hidden_layers, 1, c->num_key_value_heads, max_cache_len,
+                                           c->head_dim);
+    if (kind != TXC_CACHE_NONE && !sess->cache) {
+        free(sess);
+        return NULL;
+    }
+    return sess;
+}
+
+void txc_generator_session_free(txc_generator_session *sess)
+{
+    if (!sess)
+        return;
+    txc_kv_cache_free(sess->cache);
+    free(sess->ids);
+    free(sess);
+}
+
+void txc_generator_session_reset(txc_generator_session *sess)
+{
+    sess->n_ids = sess->n_cached = 0;
+    if (sess->cache)
+        txc_kv_cache_reset(sess->cache);
+}
+
+int64_t txc_generator_session_cached(const txc_generator_session *sess) { return sess->n_cached; }
+
+int64_t txc_generator_session_max_cache_len(const txc_generator_session *sess) { return sess->max_cache_len; }
+
+txc_status txc_generator_session_run(txc_generator_session *sess, const int32_t *input_ids, int64_t n_input,
+                                     const txc_generate_options *o, txc_generate_result *r)
+{
+    return run(sess->gen, sess, input_ids, n_input, o, r);
 }
 
 txc_status txc_generate(txc_model *model, const int32_t *input_ids, int64_t n_input, const txc_generate_options *o,

@@ -141,6 +141,48 @@ static void hold(txc_tensor **slot, txc_tensor *t)
     *slot = t;
 }
 
+txc_status txc_kv_cache_crop(txc_kv_cache *c, int64_t n)
+{
+    if (n < 0)
+        return txc_error(TXC_ERR_INVALID, "cache crop: %lld tokens", (long long)n);
+    if (n >= c->seq_length)
+        return TXC_OK;
+    if (c->kind == TXC_CACHE_STATIC || n == 0) {
+        if (n == 0)
+            txc_kv_cache_reset(c);
+        c->seq_length = n;
+        return TXC_OK;
+    }
+    /* DynamicCache: fresh copies of the first n positions (owned by the
+     * scope until held), all made before any layer is replaced, so an
+     * allocation failure leaves the cache as it was. */
+    txc_tensor **copies = calloc(2 * (size_t)c->num_layers, sizeof *copies);
+    if (!copies)
+        return txc_error(TXC_ERR_NOMEM, "out of memory (cache crop)");
+    int mark = txc_env_scope_begin(c->env);
+    txc_status s = mark < 0 ? TXC_ERR_NOMEM : TXC_OK;
+    for (int l = 0; l < c->num_layers && s == TXC_OK; l++) {
+        if (!c->keys[l])
+            continue;
+        copies[2 * l] = txc_clone(txc_narrow(c->keys[l], 2, 0, n));
+        copies[2 * l + 1] = txc_clone(txc_narrow(c->values[l], 2, 0, n));
+        if (!copies[2 * l] || !copies[2 * l + 1])
+            s = txc_last_status() ? txc_last_status() : TXC_ERR_NOMEM;
+    }
+    for (int l = 0; l < c->num_layers && s == TXC_OK; l++)
+        if (c->keys[l]) {
+            hold(&c->keys[l], copies[2 * l]);
+            hold(&c->values[l], copies[2 * l + 1]);
+        }
+    free(copies);
+    if (mark < 0)
+        return s;
+    txc_env_scope_end(c->env, mark);
+    if (s == TXC_OK)
+        c->seq_length = n;
+    return s;
+}
+
 txc_status txc_kv_cache_update(txc_kv_cache *c, int layer, txc_tensor *key, txc_tensor *value,
                                txc_tensor *cache_position, txc_tensor **keys, txc_tensor **values)
 {
