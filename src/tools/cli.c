@@ -1,12 +1,16 @@
 /* What the txc subcommands share; see tools/cli.h. */
 #include "tools/cli.h"
 #include "txc/status.h"
+#include "txc/threads.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 double txc_cli_now_ms(void)
 {
@@ -22,6 +26,20 @@ const char *txc_cli_default_model(void)
         return env;
     struct stat st;
     return stat(DEFAULT_MODEL_REL, &st) == 0 && S_ISDIR(st.st_mode) ? DEFAULT_MODEL_REL : NULL;
+}
+
+const char *txc_cli_model_dir(const char *given)
+{
+    const char *dir = given ? given : txc_cli_default_model();
+    struct stat st;
+    if (!dir)
+        fprintf(stderr, "txc: no model given: pass --model DIR (a Hugging Face model folder) or set TXC_MODEL; "
+                        "the default %s was not found\n", DEFAULT_MODEL_REL);
+    else if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        fprintf(stderr, "txc: model folder %s does not exist\n", dir);
+    else
+        return dir;
+    return NULL;
 }
 
 int txc_cli_fail(const char *what)
@@ -50,4 +68,170 @@ bool txc_cli_parse_int(const char *flag, const char *s, int64_t min, int64_t *ou
     }
     *out = v;
     return true;
+}
+
+bool txc_cli_parse_float(const char *flag, const char *s, double lo, bool lo_open, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < lo || (lo_open && v == lo) || v > hi) {
+        if (hi < HUGE_VAL)
+            fprintf(stderr, "txc: %s expects a number in %s%g, %g], got '%s'\n", flag, lo_open ? "(" : "[", lo, hi,
+                    s);
+        else
+            fprintf(stderr, "txc: %s expects a number %s %g, got '%s'\n", flag, lo_open ? ">" : ">=", lo, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static bool parse_seed(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    while (*s == ' ')
+        s++;
+    unsigned long long v = *s == '-' ? 0 : strtoull(s, &end, 10);
+    if (*s == '-' || errno || end == s || *end) {
+        fprintf(stderr, "txc: --seed expects an integer in [0, 2^64), got '%s'\n", s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+void txc_cli_gen_flags_init(txc_cli_gen_flags *f)
+{
+    memset(f, 0, sizeof *f);
+    f->do_sample = f->jit = -1;
+    f->temperature = f->top_p = f->min_p = f->repetition_penalty = NAN;
+    f->top_k = -1;
+}
+
+int txc_cli_gen_option(txc_cli_gen_flags *f, int ch, const char *arg)
+{
+    int64_t threads;
+    switch (ch) {
+    case TXC_CLI_OPT_SAMPLE: f->do_sample = 1; return 1;
+    case TXC_CLI_OPT_GREEDY: f->do_sample = 0; return 1;
+    case TXC_CLI_OPT_TEMPERATURE:
+        return txc_cli_parse_float("--temperature", arg, 0.0, true, HUGE_VAL, &f->temperature) ? 1 : -1;
+    case TXC_CLI_OPT_TOP_K: return txc_cli_parse_int("--top-k", arg, 0, &f->top_k) ? 1 : -1;
+    case TXC_CLI_OPT_TOP_P: return txc_cli_parse_float("--top-p", arg, 0.0, false, 1.0, &f->top_p) ? 1 : -1;
+    case TXC_CLI_OPT_MIN_P: return txc_cli_parse_float("--min-p", arg, 0.0, false, 1.0, &f->min_p) ? 1 : -1;
+    case TXC_CLI_OPT_REP:
+        return txc_cli_parse_float("--repetition-penalty", arg, 0.0, true, HUGE_VAL, &f->repetition_penalty) ? 1 : -1;
+    case TXC_CLI_OPT_SEED:
+        if (!parse_seed(arg, &f->seed))
+            return -1;
+        f->have_seed = true;
+        return 1;
+    case TXC_CLI_OPT_JIT: f->jit = 1; return 1;
+    case TXC_CLI_OPT_NO_JIT: f->jit = 0; return 1;
+    case TXC_CLI_OPT_COMPILE_CACHE: f->compile_cache = arg; return 1;
+    case TXC_CLI_OPT_NO_COMPILE_CACHE: f->compile_cache = ""; return 1;
+    case TXC_CLI_OPT_DTYPE:
+        if (!txc_dtype_parse(arg, &f->mopts.dtype) || !txc_dtype_is_float(f->mopts.dtype)) {
+            fprintf(stderr, "txc: --dtype expects f32, bf16 or f16, got '%s'\n", arg);
+            return -1;
+        }
+        f->mopts.convert_dtype = true;
+        return 1;
+    case TXC_CLI_OPT_THREADS:
+        if (!txc_cli_parse_int("--threads", arg, 1, &threads))
+            return -1;
+        if (txc_threads_set(threads > TXC_MAX_THREADS ? TXC_MAX_THREADS : (int)threads) != TXC_OK) {
+            txc_cli_fail("--threads");
+            return -1;
+        }
+        return 1;
+    default: return 0;
+    }
+}
+
+void txc_cli_gen_flags_apply(txc_cli_gen_flags *f, txc_generate_options *o)
+{
+    if (f->jit >= 0)
+        o->jit = f->jit;
+    if (f->do_sample >= 0)
+        o->do_sample = f->do_sample;
+    if (!isnan(f->temperature))
+        o->temperature = f->temperature;
+    if (f->top_k >= 0)
+        o->top_k = f->top_k;
+    if (!isnan(f->top_p))
+        o->top_p = f->top_p;
+    if (!isnan(f->min_p))
+        o->min_p = f->min_p;
+    if (!isnan(f->repetition_penalty))
+        o->repetition_penalty = f->repetition_penalty;
+    if (!f->have_seed) { /* a fresh seed per run, shown by --verbose */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        f->seed = ((uint64_t)ts.tv_sec * 1000000007ULL) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
+        f->have_seed = true;
+    }
+    o->seed = f->seed;
+}
+
+txc_generator *txc_cli_generator_new(txc_model *model, txc_cli_gen_flags *f, bool jit)
+{
+    txc_generator *gen = txc_generator_new(model);
+    if (!f->compile_cache && txc_jit_default_compile_cache(f->default_cache, sizeof f->default_cache))
+        f->compile_cache = f->default_cache;
+    if (gen && jit && f->compile_cache && *f->compile_cache &&
+        txc_generator_set_compile_cache(gen, f->compile_cache) != TXC_OK) {
+        txc_generator_free(gen);
+        gen = NULL;
+    }
+    return gen;
+}
+
+int64_t txc_cli_max_new_tokens(int64_t flag, const txc_generation_config *g, int64_t n_prompt, int64_t fallback)
+{
+    if (flag > 0)
+        return flag;
+    if (g->present && g->max_new_tokens > 0)
+        return g->max_new_tokens;
+    if (g->present && g->max_length > 0)
+        return g->max_length > n_prompt ? g->max_length - n_prompt : 1;
+    return fallback;
+}
+
+bool txc_cli_load_model(const char *model_dir, const txc_model_options *mopts, txc_model **model,
+                        txc_tokenizer **tok, txc_generation_config *gcfg, double *load_ms)
+{
+    double t0 = txc_cli_now_ms();
+    *model = NULL;
+    *tok = NULL;
+    if (txc_model_load(model_dir, mopts, model) != TXC_OK) {
+        txc_cli_fail(model_dir);
+        return false;
+    }
+    if (txc_tokenizer_load(model_dir, tok) != TXC_OK) {
+        txc_cli_fail(model_dir);
+        txc_model_free(*model);
+        *model = NULL;
+        return false;
+    }
+    *load_ms = txc_cli_now_ms() - t0;
+    const txc_hf_config *mcfg = txc_model_config(*model);
+    bool ok = true;
+    if (txc_generation_config_load(model_dir, gcfg) != TXC_OK) {
+        txc_cli_fail("generation_config.json");
+        ok = false;
+    } else if (txc_tokenizer_vocab_size(*tok) > mcfg->vocab_size) {
+        fprintf(stderr, "txc: tokenizer.json has ids up to %d, but config.json's vocab_size is %lld\n",
+                txc_tokenizer_vocab_size(*tok) - 1, (long long)mcfg->vocab_size);
+        ok = false;
+    }
+    if (!ok) {
+        txc_tokenizer_free(*tok);
+        txc_model_free(*model);
+        *tok = NULL;
+        *model = NULL;
+    }
+    return ok;
 }

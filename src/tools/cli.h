@@ -1,10 +1,17 @@
 /* tools/cli.h — what the txc subcommands share: the default model, one-line
- * errors, number parsing, a clock. */
+ * errors, number parsing, a clock; the generation flags, model loading and
+ * token streaming of generate and chat. */
 #ifndef TXC_TOOLS_CLI_H
 #define TXC_TOOLS_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "txc/generate.h"
+#include "txc/hf_config.h"
+#include "txc/model.h"
+#include "txc/tokenizer.h"
 
 #define EXIT_ERROR 2
 #define DEFAULT_MODEL_REL "../shared/models/stories260K"
@@ -15,6 +22,9 @@ double txc_cli_now_ms(void);
  * current directory (the repository root in the README's commands), else
  * NULL. */
 const char *txc_cli_default_model(void);
+/* `given` (--model), else the default; NULL (one line on stderr) when there
+ * is none or the folder does not exist. */
+const char *txc_cli_model_dir(const char *given);
 /* One line on stderr — "txc: <the library's message>", or "txc: <what>
  * failed" when none was recorded — and EXIT_ERROR. */
 int txc_cli_fail(const char *what);
@@ -23,5 +33,87 @@ int txc_cli_fail_in(const char *context);
 /* Parse a whole decimal integer >= min for `flag`; false (and one line on
  * stderr) otherwise. */
 bool txc_cli_parse_int(const char *flag, const char *s, int64_t min, int64_t *out);
+/* A float in [lo, hi] (lo excluded when lo_open); false (one line) otherwise. */
+bool txc_cli_parse_float(const char *flag, const char *s, double lo, bool lo_open, double hi, double *out);
+
+/* ---- the generation flags of generate and chat --------------------------------
+ * Decoding (--do-sample, --greedy, --temperature, --top-k, --top-p,
+ * --min-p, --repetition-penalty, --seed) and running (--jit, --no-jit,
+ * --compile-cache, --no-compile-cache, --dtype, --threads). Put
+ * TXC_CLI_GEN_LONGOPTS in a command's getopt_long table, TXC_CLI_GEN_HELP in
+ * its --help, and pass every option to txc_cli_gen_option first. */
+enum {
+    TXC_CLI_OPT_SAMPLE = 0x7800, TXC_CLI_OPT_GREEDY, TXC_CLI_OPT_TEMPERATURE, TXC_CLI_OPT_TOP_K, TXC_CLI_OPT_TOP_P,
+    TXC_CLI_OPT_MIN_P, TXC_CLI_OPT_REP, TXC_CLI_OPT_SEED, TXC_CLI_OPT_JIT, TXC_CLI_OPT_NO_JIT,
+    TXC_CLI_OPT_COMPILE_CACHE, TXC_CLI_OPT_NO_COMPILE_CACHE, TXC_CLI_OPT_DTYPE, TXC_CLI_OPT_THREADS
+};
+#define TXC_CLI_GEN_LONGOPTS                                                                              \
+    {"do-sample", no_argument, 0, TXC_CLI_OPT_SAMPLE}, {"greedy", no_argument, 0, TXC_CLI_OPT_GREEDY},     \
+        {"temperature", required_argument, 0, TXC_CLI_OPT_TEMPERATURE},                                   \
+        {"top-k", required_argument, 0, TXC_CLI_OPT_TOP_K}, {"top-p", required_argument, 0, TXC_CLI_OPT_TOP_P}, \
+        {"min-p", required_argument, 0, TXC_CLI_OPT_MIN_P},                                               \
+        {"repetition-penalty", required_argument, 0, TXC_CLI_OPT_REP},                                    \
+        {"seed", required_argument, 0, TXC_CLI_OPT_SEED}, {"jit", no_argument, 0, TXC_CLI_OPT_JIT},        \
+        {"no-jit", no_argument, 0, TXC_CLI_OPT_NO_JIT},                                                   \
+        {"compile-cache", required_argument, 0, TXC_CLI_OPT_COMPILE_CACHE},                               \
+        {"no-compile-cache", no_argument, 0, TXC_CLI_OPT_NO_COMPILE_CACHE},                               \
+        {"dtype", required_argument, 0, TXC_CLI_OPT_DTYPE}, {"threads", required_argument, 0, TXC_CLI_OPT_THREADS}
+#define TXC_CLI_GEN_HELP                                                                                  \
+    "  --jit, --no-jit     compile the prefill and decode steps into cached plans (default)\n"           \
+    "                      or run every op eagerly\n"                                                    \
+    "  --compile-cache DIR save compiled plans to DIR and load them from it in later runs\n"             \
+    "                      (default: $XDG_CACHE_HOME/txc, else $HOME/.cache/txc)\n"                      \
+    "  --no-compile-cache  compile every plan in this process\n"                                         \
+    "  --dtype D           the weights' dtype in memory: f32, bf16 or f16, converted once at\n"          \
+    "                      load (default: as stored in the files); activations are f32\n"               \
+    "  --threads N         threads (default: $TXC_THREADS, else the CPUs this process may use)\n"        \
+    "Decoding (defaults from generation_config.json, else greedy; flags override it):\n"                 \
+    "  --do-sample         sample the next token (transformers' do_sample=True)\n"                       \
+    "  --greedy            argmax, even when generation_config.json says do_sample\n"                    \
+    "  --temperature F     divide the logits by F > 0 before sampling (default 1)\n"                     \
+    "  --top-k N           sample among the N most likely tokens (0: all; default 50)\n"                 \
+    "  --top-p F           ... among the most likely tokens that make up F of the\n"                     \
+    "                      probability, F in [0, 1] (default 1: all)\n"                                  \
+    "  --min-p F           ... among the tokens at least F times as likely as the most\n"                \
+    "                      likely one, F in [0, 1] (default 0: all)\n"                                   \
+    "  --repetition-penalty F  divide (or, when negative, multiply) the logits of tokens\n"              \
+    "                      already in the text by F > 0; greedy too (default 1: off)\n"                 \
+    "  --seed N            the sampler's seed: the same seed gives the same text, eager or\n"            \
+    "                      compiled (default: a random seed, shown by --verbose)\n"
+
+typedef struct txc_cli_gen_flags {
+    int do_sample, jit;     /* -1: not given (generation_config.json / the default decides) */
+    double temperature, top_p, min_p, repetition_penalty; /* NAN: not given */
+    int64_t top_k;          /* -1: not given */
+    bool have_seed;
+    uint64_t seed;
+    txc_model_options mopts; /* --dtype */
+    const char *compile_cache; /* --compile-cache DIR; "": --no-compile-cache; NULL: the default */
+    char default_cache[4096];
+} txc_cli_gen_flags;
+
+void txc_cli_gen_flags_init(txc_cli_gen_flags *f);
+/* 1: `ch` was one of TXC_CLI_GEN_LONGOPTS and is recorded (--threads is
+ * applied at once); -1: its value is bad (one line on stderr printed);
+ * 0: not one of them. */
+int txc_cli_gen_option(txc_cli_gen_flags *f, int ch, const char *arg);
+/* Set the flags given on `o` (txc_generate_default_options' fields); with
+ * no --seed, a fresh random seed is drawn once and kept in f->seed. */
+void txc_cli_gen_flags_apply(txc_cli_gen_flags *f, txc_generate_options *o);
+/* A generator over `model` saving/loading plans in the compile cache the
+ * flags name (when `jit`); NULL on error (recorded). */
+txc_generator *txc_cli_generator_new(txc_model *model, txc_cli_gen_flags *f, bool jit);
+/* --max-new-tokens when given (> 0), else generation_config.json's
+ * max_new_tokens, else its max_length minus the prompt (at least 1; the
+ * prompt counts, as in transformers), else `fallback`. */
+int64_t txc_cli_max_new_tokens(int64_t flag, const txc_generation_config *g, int64_t n_prompt, int64_t fallback);
+
+/* Load what generate and chat run: the model (with `mopts`), its
+ * tokenizer.json and generation_config.json (a broken one is an error: its
+ * eos_token_id decides where generation stops), and check the tokenizer's
+ * ids fit config.json's vocab_size. On error: one line on stderr, nothing
+ * to free, false. *load_ms: the whole load. */
+bool txc_cli_load_model(const char *model_dir, const txc_model_options *mopts, txc_model **model,
+                        txc_tokenizer **tok, txc_generation_config *gcfg, double *load_ms);
 
 #endif

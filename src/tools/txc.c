@@ -11,66 +11,23 @@
  */
 #include "txc/generate.h"
 #include "txc/model.h"
-#include "txc/threads.h"
 #include "txc/tokenizer.h"
 #include "tools/bench_cmd.h"
 #include "tools/cli.h"
 #include "tools/tokenize_cmd.h"
 
-#include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 
 
 
-static bool is_dir(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 
-
-/* A float in [lo, hi] (lo excluded when lo_open). */
-static bool parse_float(const char *flag, const char *s, double lo, bool lo_open, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < lo || (lo_open && v == lo) || v > hi) {
-        if (hi < HUGE_VAL)
-            fprintf(stderr, "txc: %s expects a number in %s%g, %g], got '%s'\n", flag, lo_open ? "(" : "[", lo, hi,
-                    s);
-        else
-            fprintf(stderr, "txc: %s expects a number %s %g, got '%s'\n", flag, lo_open ? ">" : ">=", lo, s);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
-static bool parse_seed(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    while (*s == ' ')
-        s++;
-    unsigned long long v = *s == '-' ? 0 : strtoull(s, &end, 10);
-    if (*s == '-' || errno || end == s || *end) {
-        fprintf(stderr, "txc: --seed expects an integer in [0, 2^64), got '%s'\n", s);
-        return false;
-    }
-    *out = v;
-    return true;
-}
 
 static void usage_generate(FILE *f)
 {
@@ -90,30 +47,10 @@ static void usage_generate(FILE *f)
             "  --cache KIND        none (re-run the sequence each step), dynamic (DynamicCache),\n"
             "                      static (StaticCache, the default)\n"
             "  --max-cache-len N   StaticCache length (default: prompt + max-new-tokens)\n"
-            "  --jit, --no-jit     compile the prefill and decode steps into cached plans (default)\n"
-            "                      or run every op eagerly\n"
-            "  --compile-cache DIR save compiled plans to DIR and load them from it in later runs\n"
-            "                      (default: $XDG_CACHE_HOME/txc, else $HOME/.cache/txc)\n"
-            "  --no-compile-cache  compile every plan in this process\n"
             "  --verbose           timings on stderr: load, prefill, decode tokens/s, cache mode,\n"
             "                      compilations and why they happened\n"
-            "Decoding (defaults from generation_config.json, else greedy; flags override it):\n"
-            "  --do-sample         sample the next token (transformers' do_sample=True)\n"
-            "  --greedy            argmax, even when generation_config.json says do_sample\n"
-            "  --temperature F     divide the logits by F > 0 before sampling (default 1)\n"
-            "  --top-k N           sample among the N most likely tokens (0: all; default 50)\n"
-            "  --top-p F           ... among the most likely tokens that make up F of the\n"
-            "                      probability, F in [0, 1] (default 1: all)\n"
-            "  --min-p F           ... among the tokens at least F times as likely as the most\n"
-            "                      likely one, F in [0, 1] (default 0: all)\n"
-            "  --repetition-penalty F  divide (or, when negative, multiply) the logits of tokens\n"
-            "                      already in the text by F > 0; greedy too (default 1: off)\n"
-            "  --seed N            the sampler's seed: the same seed gives the same text, eager or\n"
-            "                      compiled (default: a random seed, shown by --verbose)\n"
             "  --stop STRING       stop when the text ends with STRING (not printed); repeatable\n"
-            "  --dtype D           the weights' dtype in memory: f32, bf16 or f16, converted once at\n"
-            "                      load (default: as stored in the files); activations are f32\n"
-            "  --threads N         threads (default: $TXC_THREADS, else the CPUs this process may use)\n");
+            TXC_CLI_GEN_HELP);
 }
 
 #define MAX_STOP_STRINGS 32
@@ -204,30 +141,13 @@ static int cmd_generate(int argc, char **argv)
     const char *model_dir = NULL, *prompt = "", *cache_name = NULL;
     int64_t max_new_tokens = -1, max_cache_len = 0;
     bool verbose = false;
-    int jit = -1;
-    /* decoding flags: NAN / -1 = not given (generation_config.json decides) */
-    int do_sample = -1;
-    double temperature = NAN, top_p = NAN, min_p = NAN, repetition_penalty = NAN;
-    int64_t top_k = -1;
-    bool have_seed = false;
-    uint64_t seed = 0;
+    txc_cli_gen_flags gf; /* decoding and running flags (shared with chat) */
+    txc_cli_gen_flags_init(&gf);
     stream_ctx sc = {0};
-    enum { OPT_SAMPLE = 256, OPT_GREEDY, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P, OPT_REP, OPT_SEED, OPT_STOP };
-    enum { OPT_COMPILE_CACHE = 512, OPT_NO_COMPILE_CACHE, OPT_DTYPE, OPT_THREADS };
-    txc_model_options mopts = {0};
-    int64_t threads = 0;
-    const char *compile_cache = NULL; /* --compile-cache DIR; --no-compile-cache: "" */
-    char default_cache[4096];
+    enum { OPT_STOP = 256 };
     static const struct option longopts[] = {
-        {"do-sample", no_argument, 0, OPT_SAMPLE},            {"greedy", no_argument, 0, OPT_GREEDY},
-        {"temperature", required_argument, 0, OPT_TEMPERATURE}, {"top-k", required_argument, 0, OPT_TOP_K},
-        {"top-p", required_argument, 0, OPT_TOP_P},           {"min-p", required_argument, 0, OPT_MIN_P},
-        {"repetition-penalty", required_argument, 0, OPT_REP}, {"seed", required_argument, 0, OPT_SEED},
+        TXC_CLI_GEN_LONGOPTS,
         {"stop", required_argument, 0, OPT_STOP},
-        {"compile-cache", required_argument, 0, OPT_COMPILE_CACHE},
-        {"no-compile-cache", no_argument, 0, OPT_NO_COMPILE_CACHE},
-        {"dtype", required_argument, 0, OPT_DTYPE},   {"threads", required_argument, 0, OPT_THREADS},
-        {"jit", no_argument, 0, 'J'},                  {"no-jit", no_argument, 0, 'E'},
         {"model", required_argument, 0, 'm'},          {"prompt", required_argument, 0, 'p'},
         {"max-new-tokens", required_argument, 0, 'n'}, {"cache", required_argument, 0, 'c'},
         {"max-cache-len", required_argument, 0, 'L'},  {"verbose", no_argument, 0, 'v'},
@@ -243,6 +163,11 @@ static int cmd_generate(int argc, char **argv)
                     optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1], optarg);
             return EXIT_ERROR;
         }
+        int taken = txc_cli_gen_option(&gf, ch, optarg);
+        if (taken < 0)
+            return EXIT_ERROR;
+        if (taken)
+            continue;
         switch (ch) {
         case 'm': model_dir = optarg; break;
         case 'p': prompt = optarg; break;
@@ -256,35 +181,6 @@ static int cmd_generate(int argc, char **argv)
                 return EXIT_ERROR;
             break;
         case 'v': verbose = true; break;
-        case 'J': jit = 1; break;
-        case 'E': jit = 0; break;
-        case OPT_SAMPLE: do_sample = 1; break;
-        case OPT_GREEDY: do_sample = 0; break;
-        case OPT_TEMPERATURE:
-            if (!parse_float("--temperature", optarg, 0.0, true, HUGE_VAL, &temperature))
-                return EXIT_ERROR;
-            break;
-        case OPT_TOP_K:
-            if (!txc_cli_parse_int("--top-k", optarg, 0, &top_k))
-                return EXIT_ERROR;
-            break;
-        case OPT_TOP_P:
-            if (!parse_float("--top-p", optarg, 0.0, false, 1.0, &top_p))
-                return EXIT_ERROR;
-            break;
-        case OPT_MIN_P:
-            if (!parse_float("--min-p", optarg, 0.0, false, 1.0, &min_p))
-                return EXIT_ERROR;
-            break;
-        case OPT_REP:
-            if (!parse_float("--repetition-penalty", optarg, 0.0, true, HUGE_VAL, &repetition_penalty))
-                return EXIT_ERROR;
-            break;
-        case OPT_SEED:
-            if (!parse_seed(optarg, &seed))
-                return EXIT_ERROR;
-            have_seed = true;
-            break;
         case OPT_STOP:
             if (!*optarg) {
                 fprintf(stderr, "txc: --stop expects a non-empty string\n");
@@ -295,21 +191,6 @@ static int cmd_generate(int argc, char **argv)
                 return EXIT_ERROR;
             }
             sc.stop[sc.n_stop++] = optarg;
-            break;
-        case OPT_COMPILE_CACHE: compile_cache = optarg; break;
-        case OPT_NO_COMPILE_CACHE: compile_cache = ""; break;
-        case OPT_DTYPE:
-            if (!txc_dtype_parse(optarg, &mopts.dtype) || !txc_dtype_is_float(mopts.dtype)) {
-                fprintf(stderr, "txc: --dtype expects f32, bf16 or f16, got '%s'\n", optarg);
-                return EXIT_ERROR;
-            }
-            mopts.convert_dtype = true;
-            break;
-        case OPT_THREADS:
-            if (!txc_cli_parse_int("--threads", optarg, 1, &threads))
-                return EXIT_ERROR;
-            if (txc_threads_set(threads > TXC_MAX_THREADS ? TXC_MAX_THREADS : (int)threads) != TXC_OK)
-                return txc_cli_fail("--threads");
             break;
         case 'h': usage_generate(stdout); return 0;
         default:
@@ -325,42 +206,15 @@ static int cmd_generate(int argc, char **argv)
     txc_cache_kind cache = TXC_CACHE_STATIC;
     if (cache_name && txc_cache_kind_parse(cache_name, &cache) != TXC_OK)
         return txc_cli_fail("--cache");
-    if (!model_dir && !(model_dir = txc_cli_default_model())) {
-        fprintf(stderr, "txc: no model given: pass --model DIR (a Hugging Face model folder) or set TXC_MODEL; "
-                        "the default %s was not found\n", DEFAULT_MODEL_REL);
+    if (!(model_dir = txc_cli_model_dir(model_dir)))
         return EXIT_ERROR;
-    }
-    if (!is_dir(model_dir)) {
-        fprintf(stderr, "txc: model folder %s does not exist\n", model_dir);
-        return EXIT_ERROR;
-    }
 
-    double t0 = txc_cli_now_ms();
-    txc_model *model = NULL;
-    txc_tokenizer *tok = NULL;
-    if (txc_model_load(model_dir, &mopts, &model) != TXC_OK)
-        return txc_cli_fail(model_dir);
-    if (txc_tokenizer_load(model_dir, &tok) != TXC_OK) {
-        txc_model_free(model);
-        return txc_cli_fail(model_dir);
-    }
-    double load_ms = txc_cli_now_ms() - t0;
-    /* A broken generation_config.json is an error, not silently dropped
-     * (its eos_token_id decides where generation stops). */
+    txc_model *model;
+    txc_tokenizer *tok;
     txc_generation_config gcfg;
-    if (txc_generation_config_load(model_dir, &gcfg) != TXC_OK) {
-        txc_tokenizer_free(tok);
-        txc_model_free(model);
-        return txc_cli_fail("generation_config.json");
-    }
-    const txc_hf_config *mcfg = txc_model_config(model);
-    if (txc_tokenizer_vocab_size(tok) > mcfg->vocab_size) {
-        fprintf(stderr, "txc: tokenizer.json has ids up to %d, but config.json's vocab_size is %lld\n",
-                txc_tokenizer_vocab_size(tok) - 1, (long long)mcfg->vocab_size);
-        txc_tokenizer_free(tok);
-        txc_model_free(model);
+    double load_ms;
+    if (!txc_cli_load_model(model_dir, &gf.mopts, &model, &tok, &gcfg, &load_ms))
         return EXIT_ERROR;
-    }
 
     int rc = 0;
     int32_t *ids = NULL;
@@ -368,45 +222,16 @@ static int cmd_generate(int argc, char **argv)
     txc_generate_options opts = txc_generate_default_options(model, model_dir);
     opts.cache = cache;
     opts.max_cache_len = max_cache_len;
-    if (max_new_tokens > 0)
-        opts.max_new_tokens = max_new_tokens;
-    if (jit >= 0)
-        opts.jit = jit;
-    if (do_sample >= 0)
-        opts.do_sample = do_sample;
-    if (!isnan(temperature))
-        opts.temperature = temperature;
-    if (top_k >= 0)
-        opts.top_k = top_k;
-    if (!isnan(top_p))
-        opts.top_p = top_p;
-    if (!isnan(min_p))
-        opts.min_p = min_p;
-    if (!isnan(repetition_penalty))
-        opts.repetition_penalty = repetition_penalty;
-    if (!have_seed) { /* a fresh seed per run, shown by --verbose */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        seed = ((uint64_t)ts.tv_sec * 1000000007ULL) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
-    }
-    opts.seed = seed;
+    txc_cli_gen_flags_apply(&gf, &opts);
     sc.detok = txc_detok_stream_new(tok, true);
     opts.on_token = print_token;
     opts.ctx = &sc;
     txc_generate_result res = {0};
-    txc_generator *gen = txc_generator_new(model);
-    if (!compile_cache && txc_jit_default_compile_cache(default_cache, sizeof default_cache))
-        compile_cache = default_cache;
-    if (gen && opts.jit && compile_cache && *compile_cache &&
-        txc_generator_set_compile_cache(gen, compile_cache) != TXC_OK) {
-        txc_generator_free(gen);
-        gen = NULL;
-    }
+    txc_generator *gen = txc_cli_generator_new(model, &gf, opts.jit);
+    const char *compile_cache = gf.compile_cache;
     bool encoded = gen && sc.detok && txc_tokenizer_encode(tok, prompt, strlen(prompt), true, &ids, &n_ids) == TXC_OK;
-    /* generation_config's max_length (without max_new_tokens) counts the
-     * prompt, as in transformers. */
-    if (encoded && max_new_tokens <= 0 && gcfg.present && gcfg.max_new_tokens <= 0 && gcfg.max_length > 0)
-        opts.max_new_tokens = gcfg.max_length > (int64_t)n_ids ? gcfg.max_length - (int64_t)n_ids : 1;
+    if (encoded)
+        opts.max_new_tokens = txc_cli_max_new_tokens(max_new_tokens, &gcfg, (int64_t)n_ids, opts.max_new_tokens);
     if (!encoded) {
         rc = txc_cli_fail("prompt");
     } else if (txc_generator_run(gen, ids, (int64_t)n_ids, &opts, &res) != TXC_OK || sc.failed) {
