@@ -235,3 +235,13 @@ bool txc_cli_load_model(const char *model_dir, const txc_model_options *mopts, t
     }
     return ok;
 }
+
+void txc_cli_print_sampling(FILE *f, const txc_generate_options *o)
+{
+    if (o->do_sample)
+        fprintf(f, "sampling: seed %llu, temperature %g, top_k %lld, top_p %g, min_p %g, repetition_penalty %g\n",
+                (unsigned long long)o->seed, o->temperature, (long long)o->top_k, o->top_p, o->min_p,
+                o->repetition_penalty);
+    else
+        fprintf(f, "sampling: off (greedy), repetition_penalty %g\n", o->repetition_penalty);
+}

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "txc/generate.h"
 #include "txc/hf_config.h"
@@ -107,6 +108,10 @@ txc_generator *txc_cli_generator_new(txc_model *model, txc_cli_gen_flags *f, boo
  * max_new_tokens, else its max_length minus the prompt (at least 1; the
  * prompt counts, as in transformers), else `fallback`. */
 int64_t txc_cli_max_new_tokens(int64_t flag, const txc_generation_config *g, int64_t n_prompt, int64_t fallback);
+
+/* The --verbose line of the decoding options: "sampling: seed N,
+ * temperature ..." or "sampling: off (greedy), repetition_penalty F". */
+void txc_cli_print_sampling(FILE *f, const txc_generate_options *o);
 
 /* Load what generate and chat run: the model (with `mopts`), its
  * tokenizer.json and generation_config.json (a broken one is an error: its

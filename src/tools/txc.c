@@ -269,13 +269,7 @@ static int cmd_generate(int argc, char **argv)
             else
                 fprintf(stderr, "cache: %s\n", txc_cache_kind_name(cache));
             fprintf(stderr, "stop: %s\n", sc.stopped ? "stop string" : res.stop_reason);
-            if (opts.do_sample)
-                fprintf(stderr, "sampling: seed %llu, temperature %g, top_k %lld, top_p %g, min_p %g, "
-                                "repetition_penalty %g\n",
-                        (unsigned long long)opts.seed, opts.temperature, (long long)opts.top_k, opts.top_p,
-                        opts.min_p, opts.repetition_penalty);
-            else
-                fprintf(stderr, "sampling: off (greedy), repetition_penalty %g\n", opts.repetition_penalty);
+            txc_cli_print_sampling(stderr, &opts);
             if (opts.jit) {
                 txc_jit_stats ps[2] = {txc_generator_jit_stats(gen, 0), txc_generator_jit_stats(gen, 1)};
                 /* a plan loaded from the compile cache is not a compilation */
