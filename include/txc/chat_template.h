@@ -29,7 +29,9 @@ extern "C" {
 #endif
 
 /* One message of a conversation: role "system", "user", "assistant" (or any
- * string the template accepts) and its text content (UTF-8, NUL-terminated). */
+ * string the template accepts) and its text content (UTF-8, NUL-terminated).
+ * content NULL: the message has no "content" key (transformers drops keys
+ * whose value is None before rendering). */
 typedef struct txc_chat_message {
     const char *role;
     const char *content;
@@ -42,12 +44,14 @@ typedef struct txc_chat_template txc_chat_template;
  * for a construct outside the subset, TXC_ERR_NOMEM. */
 txc_status txc_chat_template_parse(const char *source, size_t len, txc_chat_template **out);
 
-/* Load the template of a model folder: "chat_template" of
+/* Load the template of a model folder: DIR/chat_template.jinja when it
+ * exists (newer transformers save it there, and it takes priority as in
+ * PreTrainedTokenizerBase.from_pretrained), else "chat_template" of
  * DIR/tokenizer_config.json (a string, or a list of {name, template} whose
- * "default" entry is used), else DIR/chat_template.jinja (newer
- * transformers save it there), and the special token strings of
- * tokenizer_config.json (bos_token/eos_token/unk_token/pad_token: a string
- * or an AddedToken object {"content": ...}). Errors: TXC_ERR_UNSUPPORTED
+ * "default" entry is used), and the special token strings of
+ * tokenizer_config.json, else special_tokens_map.json
+ * (bos_token/eos_token/unk_token/pad_token: a string or an AddedToken object
+ * {"content": ...}; null or absent leaves the variable undefined). Errors: TXC_ERR_UNSUPPORTED
  * when the folder has no chat template (message: "<dir> has no chat_template
  * in tokenizer_config.json or chat_template.jinja"), TXC_ERR_FORMAT /
  * TXC_ERR_UNSUPPORTED as txc_chat_template_parse, TXC_ERR_IO. */
@@ -57,7 +61,17 @@ txc_status txc_chat_template_load(const char *model_dir, txc_chat_template **out
  * "eos_token", "unk_token" or "pad_token"); NULL leaves it undefined. */
 txc_status txc_chat_template_set_token(txc_chat_template *t, const char *name, const char *value);
 
-/* Render `messages` (n >= 0). add_generation_prompt: append the header that
+/* Set a further template variable, as transformers'
+ * apply_chat_template(**kwargs) passes them (e.g. "enable_thinking" = "false",
+ * "date_string" = "\"26 Jul 2024\"", "tools" = a JSON list of tool
+ * schemas): `json` is the value as JSON text; NULL removes the variable.
+ * Variables named here replace the default `tools` / `documents` (None).
+ * Errors: TXC_ERR_INVALID (not an identifier, a name the render call or
+ * set_token owns, JSON that does not parse), TXC_ERR_NOMEM. */
+txc_status txc_chat_template_set_var_json(txc_chat_template *t, const char *name, const char *json);
+
+/* Render `messages` (n >= 1: an empty conversation is TXC_ERR_INVALID, as
+ * apply_chat_template raises ValueError). add_generation_prompt: append the header that
  * starts the assistant's turn, as transformers. *out is malloc'd,
  * NUL-terminated, *out_len bytes (excluding the NUL). Errors: TXC_ERR_INVALID
  * when the template calls raise_exception (the message is the template's),

@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""Reference renderings of chat templates for tests/test_chat_template.c.
+
+Needs: python3 -m pip install transformers jinja2   (no torch)
+Run:   python3 scripts/gen_chat_template_fixtures.py [SHARED_DIR]
+       (SHARED_DIR defaults to ../shared beside the checkout)
+Writes tests/fixtures/chat_templates.json:
+
+  "chats": for every tokenizer folder whose tokenizer_config.json has a
+    chat_template, a fixed set of conversations rendered with
+    tokenizer.apply_chat_template(conv, tokenize=False,
+    add_generation_prompt=g, **kwargs): the text, or the exception
+    (type and message) when the template rejects the conversation; and
+    the ids of apply_chat_template(..., tokenize=True) (the rendered text
+    tokenized with add_special_tokens=False), with the tokenizer's BOS.
+  "jinja": small templates exercising the Jinja subset, rendered in the
+    environment transformers builds (utils.chat_template_utils.
+    _compile_jinja_template: ImmutableSandboxedEnvironment, trim_blocks,
+    lstrip_blocks, loopcontrols, transformers' tojson), with
+    render(messages=, tools=None, documents=None, add_generation_prompt=,
+    **vars).
+
+None of these templates calls strftime_now; a template that does (Llama
+3.1 reads `date_string` first) gets a fixed date by passing `date_string`
+as a variable on both sides (kwargs here, txc_chat_template_set_var_json
+in C), never the clock.
+"""
+import json
+import os
+import sys
+
+import transformers
+from tokenizers import Tokenizer
+from transformers import AutoTokenizer
+from transformers.utils.chat_template_utils import _compile_jinja_template
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "..", "shared")
+OUT = os.path.join(ROOT, "tests", "fixtures", "chat_templates.json")
+
+
+def m(role, content):
+    return {"role": role, "content": content}
+
+
+CONVERSATIONS = [
+    ("system_user", [m("system", "You are a helpful assistant."), m("user", "Hello!")]),
+    ("user_only", [m("user", "What is 2+2?")]),
+    ("multi_turn", [m("user", "Hi"), m("assistant", "Hello! How can I help?"), m("user", "Tell me a joke.")]),
+    ("system_multi_turn", [m("system", "Be brief."), m("user", "Hi"), m("assistant", "Hey."),
+                           m("user", "Bye"), m("assistant", "Bye!")]),
+    ("unicode", [m("user", "héllo wörld — 日本語 🙂 Ω≈ç√ \u00a0nbsp")]),
+    ("newlines", [m("user", "line one\nline two\n\n    indented\n")]),
+    ("spaces", [m("system", "  padded system  "), m("user", "   leading and trailing   \n\t")]),
+    ("quotes_braces", [m("user", "She said \"hi\" and 'bye' {{ not a tag }} {% nor this %} {# nor #} \\ back\\slash")]),
+    ("empty_content", [m("user", "")]),
+    ("empty_conversation", []),
+    ("non_alternating", [m("user", "one"), m("user", "two")]),
+    ("assistant_first", [m("assistant", "I start."), m("user", "ok")]),
+    ("thinking", [m("user", "Solve it"), m("assistant", "<think>\nLet me think.\n</think>\n\nThe answer is 4."),
+                  m("user", "Thanks")]),
+    ("thinking_last", [m("user", "Solve it"), m("assistant", "<think>\nreasoning\n</think>\n\nFour.")]),
+    ("tool_turns", [m("user", "Weather?"), m("assistant", "Calling the tool."), m("tool", "sunny"),
+                    m("tool", "22C"), m("assistant", "Sunny, 22C."), m("user", "Thanks")]),
+    ("multiple_systems", [m("system", "First rule."), m("system", "Second rule."), m("user", "Go")]),
+    ("special_token_text", [m("user", "text with <s> and </s> inside")]),
+]
+KWARGS = [
+    ("", {}),
+    ("no_thinking", {"enable_thinking": False}),
+]
+
+
+def render_chat(tok, crate, conv, gen, kwargs):
+    try:
+        text = tok.apply_chat_template(conv, tokenize=False, add_generation_prompt=gen, **kwargs)
+    except Exception as e:  # the template rejected the conversation
+        return {"error": type(e).__name__, "message": str(e)}
+    out = tok.apply_chat_template(conv, tokenize=True, add_generation_prompt=gen, **kwargs)
+    ids = out["input_ids"] if hasattr(out, "keys") else out
+    ids = list(ids)
+    again = tok(text, add_special_tokens=False)["input_ids"]
+    assert again == ids, (conv, text)
+    # tokenizer.json run by the `tokenizers` crate, which txc follows. transformers 5
+    # rebuilds Llama-2-style tokenizers (LlamaTokenizer: Metaspace prepend_scheme
+    # "first", no normalizer) instead of the file's Prepend+Replace normalizer, so
+    # its ids can differ after a special token followed by text.
+    crate_ids = crate.encode(text, add_special_tokens=False).ids
+    return {"expected": text, "ids": ids, "crate_ids": crate_ids}
+
+
+def chats():
+    out = []
+    for name in sorted(os.listdir(os.path.join(SHARED, "tokenizers"))):
+        folder = os.path.join(SHARED, "tokenizers", name)
+        cfg_path = os.path.join(folder, "tokenizer_config.json")
+        if not os.path.isfile(cfg_path):
+            continue
+        with open(cfg_path, encoding="utf-8") as f:
+            cfg = json.load(f)
+        if not cfg.get("chat_template"):
+            out.append({"tokenizer": name, "has_template": False})
+            continue
+        tok = AutoTokenizer.from_pretrained(folder)
+        crate = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+        cases = []
+        for cname, conv in CONVERSATIONS:
+            for kname, kwargs in KWARGS:
+                if kname and name != "qwen3":
+                    continue  # only Qwen3's template reads enable_thinking
+                for gen in (False, True):
+                    case = {"name": cname + ("/" + kname if kname else ""), "messages": conv,
+                            "add_generation_prompt": gen, "kwargs": kwargs}
+                    case.update(render_chat(tok, crate, conv, gen, kwargs))
+                    cases.append(case)
+        out.append({"tokenizer": name, "has_template": True, "bos_token": tok.bos_token,
+                    "bos_id": tok.bos_token_id, "cases": cases})
+    return out
+
+
+# (name, template, vars, messages, add_generation_prompt)
+JINJA = [
+    ("trim_lstrip", "a  {% if true %}\n  b\n{% endif %}\nc", {}),
+    ("minus_both", "  {%- if true -%}  x  {%- endif -%}  y", {}),
+    ("for_lines", "{% for i in range(3) %}\n  {{ i }}\n{% endfor %}", {}),
+    ("plus_control", "x\n  {%+ if true %}y{% endif +%}\nz", {}),
+    ("comments", "a\n  {# c #}\nb {#- c -#} d {#+ e +#}\nf", {}),
+    ("trailing_newline", "{{ 'x' }}\n{{ 'y' }}\n", {}),
+    ("line_starting", "{% if true %}\n    {% if true %}X{% endif %}\n{% endif %}\n  {% if true %}Y{% endif %}", {}),
+    ("var_not_lstripped", "a\n    {{ 'x' }}\n    b", {}),
+    ("minus_var", "a \n {{- 'x' -}} \n b", {}),
+    ("crlf", "a\r\n{% if true %}\r\nb\r\n{% endif %}\r\nc\r\n", {}),
+    ("loop_vars", "{% for x in xs %}{{ loop.index }}/{{ loop.length }}{{ loop.index0 }}{{ loop.revindex }}"
+                  "{% if loop.first %}F{% endif %}{% if loop.last %}L{% endif %}{{ loop.previtem }},{% endfor %}",
+     {"xs": ["a", "b", "c"]}),
+    ("for_else", "{% for x in [] %}x{% else %}empty{% endfor %}", {}),
+    ("for_if", "{% for x in xs if x != 'b' %}{{ loop.index0 }}{{ x }}{{ loop.length }}{% endfor %}",
+     {"xs": ["a", "b", "c"]}),
+    ("break_continue", "{% for i in range(10) %}{% if i == 2 %}{% continue %}{% endif %}"
+                       "{% if i == 5 %}{% break %}{% endif %}{{ i }}{% endfor %}", {}),
+    ("namespace", "{% set ns = namespace(n=0, s='') %}{% for i in range(4) %}{% set ns.n = ns.n + i %}"
+                  "{% set ns.s = ns.s ~ i %}{% endfor %}{{ ns.n }} {{ ns.s }}", {}),
+    ("scope", "{% set x = 1 %}{% for i in [1] %}{% set x = 2 %}{{ x }}{% endfor %}{{ x }}"
+              "{% if true %}{% set y = 3 %}{% endif %}{{ y }}", {}),
+    ("block_set", "{% set s %}  hi {{ 1 + 2 }}\n{% endset %}[{{ s }}]", {}),
+    ("block_set_filter", "{% set s | upper | trim %}  abc {% endset %}[{{ s }}]", {}),
+    ("macro", "{% macro greet(name, punct='!') %}Hello {{ name }}{{ punct }}{% endmacro %}"
+              "{{ greet('a') }} {{ greet('b', punct='?') }} {{ greet(name='c') }}", {}),
+    ("filters_str", "{{ '  x  ' | trim }}|{{ [1,2,3] | length }}|{{ 'abc' | first }}|{{ [1,2] | last }}|"
+                    "{{ 'hello world' | upper }}|{{ 'HeLLo' | lower }}|{{ 'hello World' | capitalize }}|"
+                    "{{ 'hello big-world x' | title }}|{{ 'aaa' | replace('a', 'b', 2) }}|{{ 'xx' | count }}|"
+                    "{{ 'ab-' | trim('-') }}", {}),
+    ("tojson", "{{ d | tojson }}|{{ d | tojson(indent=2) }}|{{ s | tojson }}|{{ [1, 2.5, none, true, 1e20] | tojson }}|"
+               "{{ d | tojson(sort_keys=true) }}|{{ d | tojson(separators=(',', ':')) }}|{{ {} | tojson(indent=2) }}",
+     {"d": {"b": 1, "a": [1, {"c": "x"}], "e": {}, "f": []},
+      "s": "é\u2028\x01\t\"\\/<>&'"}),
+    ("join_map_select", "{{ xs | join(', ') }}|{{ users | map(attribute='name') | join('/') }}|"
+                        "{{ users | selectattr('admin') | map(attribute='name') | list }}|"
+                        "{{ users | rejectattr('admin') | list | length }}|{{ nums | select('odd') | list }}|"
+                        "{{ users | selectattr('name', 'equalto', 'bob') | list | length }}|"
+                        "{{ nums | map('string') | join }}|{{ nums | reject('even') | list }}|"
+                        "{{ users | map(attribute='age', default=0) | list }}",
+     {"xs": ["a", "b"], "nums": [1, 2, 3, 4],
+      "users": [{"name": "al", "admin": True, "age": 3}, {"name": "bob", "admin": False}]}),
+    ("default", "{{ missing | default('dflt') }}|{{ '' | default('e', true) }}|{{ none | default('n') }}|"
+                "{{ 0 | d('z', true) }}|{{ x | default('no') }}", {"x": "yes"}),
+    ("dict_methods", "{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}{% for k, v in d | items %}{{ k }}"
+                     "{% endfor %}|{{ d.get('b') }}|{{ d.get('zz', 'none!') }}|{{ d.get('zz') }}|{{ d.keys() | list }}|"
+                     "{{ d.values() | list }}|{{ d['a'] }}|{{ d.a }}|{% for k in d %}{{ k }}{% endfor %}",
+     {"d": {"a": 1, "b": "two"}}),
+    ("tests", "{{ x is defined }}{{ y is defined }}{{ none is none }}{{ 's' is string }}{{ d is mapping }}"
+              "{{ xs is sequence }}{{ 1 is number }}{{ true is true }}{{ false is false }}{{ 3 is odd }}"
+              "{{ 4 is even }}{{ 'a' in 'abc' }}{{ 'z' not in xs }}{{ 2 is divisibleby 2 }}{{ x is not none }}"
+              "{{ y is undefined }}{{ xs is iterable }}{{ 1 is integer }}{{ 1.0 is float }}{{ true is boolean }}"
+              "{{ 'x' is in xs }}{{ 1 is eq 1 }}{{ 2 is gt 1 }}{{ d is string }}{{ 'ab' is lower }}",
+     {"x": 1, "d": {"k": 1}, "xs": ["x"]}),
+    ("operators", "{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 7 / 2 }} {{ 2 ** 10 }} {{ 1 + 2 * 3 }} "
+                  "{{ (1 + 2) * 3 }} {{ 'a' ~ 1 ~ none }} {{ 'ab' * 3 }} {{ 1 < 2 < 3 }} {{ 1 == 1.0 }} "
+                  "{{ true == 1 }} {{ 0.1 + 0.2 }} {{ 1e20 }} {{ 1.0 }} {{ 1e-5 }} {{ 10 / 4 }} {{ -3 }} "
+                  "{{ 2 ** -1 }} {{ 7.5 // 2 }} {{ -7.5 % 2 }} {{ [1] + [2] }} {{ 'b' > 'a' }} {{ [1, 2] == [1, 2] }} "
+                  "{{ 1 != 2 }} {{ 3 >= 3 }} {{ 1_000 }}", {}),
+    ("and_or", "{{ 0 or 'x' }} {{ 'a' and 'b' }} {{ none or [] }} {{ not 0 }} {{ not 'a' and 1 }} "
+               "{{ 1 and 0 or 2 }}", {}),
+    ("inline_if", "{{ 'y' if x else 'n' }}{{ 'y' if not x }}|{{ 'a' if false }}|{{ 1 if x == 1 else 2 if x else 3 }}",
+     {"x": 1}),
+    ("slicing", "{{ xs[1:] }}{{ xs[::-1] }}{{ xs[-1] }}{{ 'héllo'[1:3] }}{{ 'héllo'[::-1] }}{{ xs[:-1] }}"
+                "{{ 'abc'[5:] }}{{ xs[::2] }}{{ 'héllo'[1] }}{{ xs[-5:2] }}{{ xs[5] }}", {"xs": [1, 2, 3]}),
+    ("str_methods", "{{ '  a b  '.strip() }}|{{ 'xxaxx'.strip('x') }}|{{ '\\n\\na'.lstrip('\\n') }}|"
+                    "{{ 'a\\n\\n'.rstrip() }}|{{ 'a,b,,c'.split(',') }}|{{ ' a  b '.split() }}|"
+                    "{{ 'abc'.startswith('ab') }}|{{ 'abc'.endswith(('x', 'c')) }}|{{ 'aBc'.upper() }}"
+                    "{{ 'aBc'.lower() }}|{{ 'hello wORLD 2nd'.title() }}|{{ 'aaa'.replace('a', 'bb') }}|"
+                    "{{ 'a</think>b'.split('</think>')[-1] }}|{{ 'abc'.find('c') }}|{{ 'a b c'.split(' ', 1) }}|"
+                    "{{ 'a-b-c'.rsplit('-', 1) }}|{{ '-'.join(['x', 'y']) }}|{{ 'hello'.capitalize() }}|"
+                    "{{ 'l1\\nl2\\r\\nl3'.splitlines() }}|{{ 'abc'.count('b') }}|{{ '12'.isdigit() }}", {}),
+    ("repr", "{{ [1, 'a', \"it's\", none, true, 1.5, [2], {'k': 'v'}] }}|{{ (1,) }}|{{ {'a': none} }}|"
+             "{{ ('a', 2) }}|{{ ['x\\ny', 'tab\\t', 'q\"'] }}|{{ [s] }}", {"s": "é\x01"}),
+    ("string_escapes", "{{ 'a\\tb\\\\c\\'d\\x41\\u00e9\\U0001F600' }}|{{ \"q\\\"q\" }}|{{ 'a' 'b' }}|{{ '\\q' }}", {}),
+    ("undefined", "[{{ nope }}]{{ nope | length }}{% for x in nope %}x{% endfor %}{{ nope is defined }}"
+                  "{{ nope | default('d') }}{{ nope ~ 'c' }}{{ nope | trim }}{{ nope == nope }}{{ not nope }}"
+                  "{{ d.missing is defined }}{{ d['missing'] is defined }}", {"d": {}}),
+    ("messages", "{% for m in messages %}{{ m.role }}:{{ m['content'] }};{% endfor %}{{ add_generation_prompt }}"
+                 "{{ messages | length }}{{ messages[0]['role'] }}{{ messages[-1].content }}{{ tools }}", {}),
+    ("conversions", "{{ '42' | int + 1 }} {{ 'x' | int }} {{ 3.9 | int }} {{ '2.5' | float }} {{ 5 | string ~ 'a' }} "
+                    "{{ [1, 2] | string }} {{ -3 | abs }} {{ 'x' | int(7) }} {{ ' 8 ' | int }} {{ true | int }}", {}),
+    ("indent", "{{ 'a\\nb\\n\\nc' | indent(2) }}|{{ 'a\\nb' | indent(2, true) }}|{{ 'a\\n\\nb' | indent(1, blank=true) }}|"
+               "{{ 'x\\ny' | indent('> ') }}", {}),
+    ("dict_literal", "{% for k in {'x': 1, 'y': 2} %}{{ k }}{% endfor %}{% set d2 = dict(a=1, b='x') %}{{ d2 }}", {}),
+    ("nested_loops", "{% for a in [1,2] %}{% for b in [3,4] %}{{ loop.index }}{{ a }}{{ b }} {% endfor %}"
+                     "{{ loop.index }}|{% endfor %}", {}),
+    ("float_repr", "{{ 1/3 }} {{ 2.0 * 3 }} {{ 123456789012345678.0 }} {{ -0.0 }} {{ 1e16 }} {{ 1e15 }} "
+                   "{{ 0.0001 }} {{ 0.00001234 }} {{ 1.5e300 * 1e10 }} {{ [0.5] }}", {}),
+    ("unicode_trim", "[{{ s | trim }}]", {"s": "\u00a0\u3000x y\u2003 \n"}),
+    ("reverse_sort", "{{ xs | reverse | list }}{{ 'abc' | reverse }}{{ xs | sort }}{{ ws | sort }}"
+                     "{{ ws | sort(reverse=true) }}{{ xs | unique | list }}{{ xs | sum }}{{ xs | min }}{{ xs | max }}",
+     {"xs": [3, 1, 2, 3], "ws": ["b", "A", "c"]}),
+    ("filter_block", "{% filter upper %}abc {{ 'd' }}{% endfilter %}", {}),
+    ("generation_block", "{% for m in messages %}{% generation %}[{{ m.content }}]{% endgeneration %}{% endfor %}", {}),
+    ("loop_cycle", "{% for i in range(5) %}{{ loop.cycle('a', 'b') }}{% endfor %}", {}),
+    ("escape", "{{ '<a href=\"x\">&\\'' | e }}|{{ '<b>' | safe }}", {}),
+    ("is_chain", "{{ messages[0].content is string and messages[0].content | length > 2 }}", {}),
+    ("raise", "a{{ raise_exception('boom ' ~ 1) }}", {}),
+    ("undefined_attr", "{{ nope.attr }}", {}),
+    ("type_error", "{{ 1 + 'a' }}", {}),
+    ("undefined_call", "{{ nope() }}", {}),
+    ("none_method", "{{ d.get('x').strip() }}", {"d": {}}),
+    ("range_too_big", "{{ range(200000) | length }}", {}),
+]
+JINJA_MESSAGES = [m("user", "Hi there"), m("assistant", "Hello")]
+
+
+def jinja_cases():
+    out = []
+    for name, src, variables in JINJA:
+        for gen in (False,):
+            case = {"name": name, "template": src, "vars": variables, "messages": JINJA_MESSAGES,
+                    "add_generation_prompt": gen}
+            try:
+                text = _compile_jinja_template(src).render(messages=JINJA_MESSAGES, tools=None, documents=None,
+                                                           add_generation_prompt=gen, **variables)
+                case["expected"] = text
+            except Exception as e:
+                case["error"] = type(e).__name__
+                case["message"] = str(e)
+            out.append(case)
+    return out
+
+
+def main():
+    data = {
+        "generator": "scripts/gen_chat_template_fixtures.py",
+        "transformers": transformers.__version__,
+        "jinja2": __import__("jinja2").__version__,
+        "chats": chats(),
+        "jinja": jinja_cases(),
+    }
+    with open(OUT, "w", encoding="utf-8") as f:
+        json.dump(data, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    n = sum(len(t.get("cases", [])) for t in data["chats"])
+    print(f"wrote {OUT}: {n} chat cases, {len(data['jinja'])} jinja cases")
+
+
+if __name__ == "__main__":
+    main()

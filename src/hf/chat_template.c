@@ -1,0 +1,274 @@
+/* Chat templates: loading a model folder's template and the public API of
+ * txc/chat_template.h. The Jinja subset is in chat_template_parse.c (lexer,
+ * parser) and chat_template_eval.c (renderer). */
+#include "txc/chat_template.h"
+#include "hf/chat_template_impl.h"
+#include "hf/files.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TEMPLATE_MAX_BYTES (16u << 20)
+
+const char *const ct_token_names[4] = {"bos_token", "eos_token", "unk_token", "pad_token"};
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s);
+    char *p = malloc(n + 1);
+    if (p)
+        memcpy(p, s, n + 1);
+    return p;
+}
+
+txc_status txc_chat_template_parse(const char *source, size_t len, txc_chat_template **out)
+{
+    *out = NULL;
+    if (!source)
+        return txc_error(TXC_ERR_INVALID, "txc_chat_template_parse: source is NULL");
+    txc_chat_template *t = calloc(1, sizeof *t);
+    if (!t)
+        return txc_error(TXC_ERR_NOMEM, "out of memory");
+    txc_status st = ct_parse(t, source, len);
+    if (st) {
+        txc_chat_template_free(t);
+        return st;
+    }
+    *out = t;
+    return TXC_OK;
+}
+
+void txc_chat_template_free(txc_chat_template *t)
+{
+    if (!t)
+        return;
+    ct_arena_free(&t->arena);
+    for (int k = 0; k < 4; k++)
+        free(t->tokens[k]);
+    for (size_t i = 0; i < t->nvars; i++) {
+        free(t->vars[i].name);
+        free(t->vars[i].json);
+    }
+    free(t->vars);
+    free(t);
+}
+
+txc_status txc_chat_template_set_token(txc_chat_template *t, const char *name, const char *value)
+{
+    if (!t || !name)
+        return txc_error(TXC_ERR_INVALID, "txc_chat_template_set_token: NULL argument");
+    for (int k = 0; k < 4; k++) {
+        if (strcmp(name, ct_token_names[k]) != 0)
+            continue;
+        char *v = NULL;
+        if (value && !(v = dup_str(value)))
+            return txc_error(TXC_ERR_NOMEM, "out of memory");
+        free(t->tokens[k]);
+        t->tokens[k] = v;
+        return TXC_OK;
+    }
+    return txc_error(TXC_ERR_INVALID,
+                     "txc_chat_template_set_token: '%s' is not one of bos_token, eos_token, unk_token, pad_token",
+                     name);
+}
+
+static bool is_identifier(const char *s)
+{
+    if (!s || !*s || (*s >= '0' && *s <= '9'))
+        return false;
+    for (; *s; s++)
+        if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+            return false;
+    return true;
+}
+
+txc_status txc_chat_template_set_var_json(txc_chat_template *t, const char *name, const char *json)
+{
+    if (!t || !name)
+        return txc_error(TXC_ERR_INVALID, "txc_chat_template_set_var_json: NULL argument");
+    if (!is_identifier(name))
+        return txc_error(TXC_ERR_INVALID, "txc_chat_template_set_var_json: '%s' is not a variable name", name);
+    static const char *const reserved[] = {"messages", "add_generation_prompt", "bos_token", "eos_token",
+                                           "unk_token", "pad_token", NULL};
+    for (int k = 0; reserved[k]; k++)
+        if (!strcmp(name, reserved[k]))
+            return txc_error(TXC_ERR_INVALID,
+                             "txc_chat_template_set_var_json: '%s' is set by the render call or set_token", name);
+    size_t idx = t->nvars;
+    for (size_t i = 0; i < t->nvars; i++)
+        if (!strcmp(t->vars[i].name, name))
+            idx = i;
+    if (!json) { /* remove */
+        if (idx < t->nvars) {
+            free(t->vars[idx].name);
+            free(t->vars[idx].json);
+            t->vars[idx] = t->vars[--t->nvars];
+        }
+        return TXC_OK;
+    }
+    cJSON *j = cJSON_Parse(json);
+    if (!j)
+        return txc_error(TXC_ERR_INVALID, "txc_chat_template_set_var_json: the value of '%s' is not valid JSON",
+                         name);
+    cJSON_Delete(j);
+    char *js = dup_str(json);
+    if (!js)
+        return txc_error(TXC_ERR_NOMEM, "out of memory");
+    if (idx < t->nvars) {
+        free(t->vars[idx].json);
+        t->vars[idx].json = js;
+        return TXC_OK;
+    }
+    char *nm = dup_str(name);
+    ct_var *nv = realloc(t->vars, (t->nvars + 1) * sizeof *nv);
+    if (!nm || !nv) {
+        free(nm);
+        free(js);
+        if (nv)
+            t->vars = nv;
+        return txc_error(TXC_ERR_NOMEM, "out of memory");
+    }
+    t->vars = nv;
+    t->vars[t->nvars].name = nm;
+    t->vars[t->nvars].json = js;
+    t->nvars++;
+    return TXC_OK;
+}
+
+txc_status txc_chat_template_render(const txc_chat_template *t, const txc_chat_message *messages, size_t n,
+                                    bool add_generation_prompt, char **out, size_t *out_len)
+{
+    if (!out)
+        return txc_error(TXC_ERR_INVALID, "txc_chat_template_render: out is NULL");
+    *out = NULL;
+    if (out_len)
+        *out_len = 0;
+    if (!t || (n && !messages))
+        return txc_error(TXC_ERR_INVALID, "txc_chat_template_render: NULL argument");
+    if (n == 0) /* as apply_chat_template (transformers 5) */
+        return txc_error(TXC_ERR_INVALID,
+                         "Cannot apply chat template to an empty conversation. Provide at least one message.");
+    return ct_render(t, messages, n, add_generation_prompt, out, out_len);
+}
+
+/* A special token of tokenizer_config.json: a string, an AddedToken object
+ * {"content": ...} (transformers uses str(token) = its content), or null. */
+static const char *token_string(const cJSON *v)
+{
+    if (cJSON_IsString(v))
+        return v->valuestring;
+    if (cJSON_IsObject(v)) {
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(v, "content");
+        if (cJSON_IsString(c))
+            return c->valuestring;
+    }
+    return NULL;
+}
+
+static txc_status read_json(const char *dir, const char *name, cJSON **out, bool *missing)
+{
+    *out = NULL;
+    char *path = txc_hf_path_join(dir, name);
+    if (!path)
+        return TXC_ERR_NOMEM;
+    char *text;
+    size_t len;
+    txc_status st = txc_hf_read_file(path, TEMPLATE_MAX_BYTES, &text, &len, missing);
+    if (st || *missing) {
+        free(path);
+        return st;
+    }
+    *out = cJSON_ParseWithLength(text, len);
+    free(text);
+    if (!*out || !cJSON_IsObject(*out)) {
+        cJSON_Delete(*out);
+        *out = NULL;
+        st = txc_error(TXC_ERR_FORMAT, "%s: not a JSON object", path);
+    }
+    free(path);
+    return st;
+}
+
+txc_status txc_chat_template_load(const char *model_dir, txc_chat_template **out)
+{
+    if (!out)
+        return txc_error(TXC_ERR_INVALID, "txc_chat_template_load: out is NULL");
+    *out = NULL;
+    if (!model_dir)
+        return txc_error(TXC_ERR_INVALID, "txc_chat_template_load: model_dir is NULL");
+    cJSON *cfg = NULL, *stm = NULL;
+    bool cfg_missing = true, stm_missing = true, jinja_missing = true;
+    char *jinja = NULL;
+    size_t jinja_len = 0;
+    txc_chat_template *t = NULL;
+    txc_status st = read_json(model_dir, "tokenizer_config.json", &cfg, &cfg_missing);
+    if (st)
+        goto done;
+    st = read_json(model_dir, "special_tokens_map.json", &stm, &stm_missing);
+    if (st)
+        goto done;
+    /* transformers: a chat_template.jinja file takes priority over the config's entry */
+    char *jpath = txc_hf_path_join(model_dir, "chat_template.jinja");
+    if (!jpath) {
+        st = TXC_ERR_NOMEM;
+        goto done;
+    }
+    st = txc_hf_read_file(jpath, TEMPLATE_MAX_BYTES, &jinja, &jinja_len, &jinja_missing);
+    free(jpath);
+    if (st)
+        goto done;
+    const char *src = NULL;
+    size_t src_len = 0;
+    if (jinja) {
+        src = jinja;
+        src_len = jinja_len;
+    } else if (cfg) {
+        const cJSON *ct = cJSON_GetObjectItemCaseSensitive(cfg, "chat_template");
+        if (cJSON_IsString(ct)) {
+            src = ct->valuestring;
+        } else if (cJSON_IsArray(ct)) {
+            for (const cJSON *e = ct->child; e; e = e->next) {
+                const cJSON *nm = cJSON_GetObjectItemCaseSensitive(e, "name");
+                const cJSON *tp = cJSON_GetObjectItemCaseSensitive(e, "template");
+                if (cJSON_IsString(nm) && cJSON_IsString(tp) && !strcmp(nm->valuestring, "default"))
+                    src = tp->valuestring;
+            }
+            if (!src) {
+                st = txc_error(TXC_ERR_UNSUPPORTED,
+                               "%s/tokenizer_config.json: chat_template lists several templates and none is named "
+                               "\"default\"", model_dir);
+                goto done;
+            }
+        } else if (ct && !cJSON_IsNull(ct)) {
+            st = txc_error(TXC_ERR_FORMAT, "%s/tokenizer_config.json: chat_template is %s, expected a string or a list",
+                           model_dir, txc_hf_json_kind(ct));
+            goto done;
+        }
+        if (src)
+            src_len = strlen(src);
+    }
+    if (!src) {
+        st = txc_error(TXC_ERR_UNSUPPORTED, "%s has no chat_template in tokenizer_config.json or chat_template.jinja",
+                       model_dir);
+        goto done;
+    }
+    st = txc_chat_template_parse(src, src_len, &t);
+    if (st)
+        goto done;
+    for (int k = 0; k < 4; k++) {
+        const char *v = cfg ? token_string(cJSON_GetObjectItemCaseSensitive(cfg, ct_token_names[k])) : NULL;
+        if (!v && stm)
+            v = token_string(cJSON_GetObjectItemCaseSensitive(stm, ct_token_names[k]));
+        if (v && (st = txc_chat_template_set_token(t, ct_token_names[k], v)))
+            goto done;
+    }
+    *out = t;
+    t = NULL;
+done:
+    txc_chat_template_free(t);
+    cJSON_Delete(cfg);
+    cJSON_Delete(stm);
+    free(jinja);
+    return st;
+}

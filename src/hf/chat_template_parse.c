@@ -1,0 +1,1411 @@
+/* Chat templates: Jinja lexer and parser (see hf/chat_template_impl.h).
+ *
+ * The lexer follows jinja2.lexer with the environment transformers builds:
+ * trim_blocks (the first newline after a block or comment tag is removed),
+ * lstrip_blocks (spaces and tabs from the start of a line up to a block or
+ * comment tag are removed), `-` / `+` whitespace control on tags, newlines
+ * normalized to "\n" and one trailing newline of the source dropped
+ * (keep_trailing_newline=False). The parser follows jinja2.parser's grammar
+ * and operator precedence. */
+#include "hf/chat_template_impl.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- arena -------------------------------------------------------------- */
+struct ct_chunk {
+    ct_chunk *next;
+    size_t size, used;
+    _Alignas(16) unsigned char data[];
+};
+
+#define CT_CHUNK (64u << 10)
+
+void *ct_alloc(ct_arena *a, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    if (n == 0)
+        n = 16;
+    ct_chunk *c = a->head;
+    if (!c || c->size - c->used < n) {
+        size_t sz = n > CT_CHUNK / 4 ? n : CT_CHUNK;
+        if (a->limit_bytes && a->used_bytes + sz > a->limit_bytes) {
+            txc_error(TXC_ERR_CAPACITY, "chat template: rendering needs more than %zu MiB of memory",
+                      a->limit_bytes >> 20);
+            longjmp(*a->fail, 1);
+        }
+        c = malloc(sizeof *c + sz);
+        if (!c) {
+            txc_error(TXC_ERR_NOMEM, "chat template: out of memory");
+            longjmp(*a->fail, 1);
+        }
+        a->used_bytes += sz;
+        c->size = sz;
+        c->used = 0;
+        if (sz == CT_CHUNK || !a->head) {
+            c->next = a->head;
+            a->head = c;
+        } else { /* a big block: keep the current chunk for small ones */
+            c->next = a->head->next;
+            a->head->next = c;
+        }
+    }
+    void *p = c->data + c->used;
+    c->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+char *ct_strndup(ct_arena *a, const char *s, size_t n)
+{
+    char *p = ct_alloc(a, n + 1);
+    if (n)
+        memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+void ct_arena_free(ct_arena *a)
+{
+    ct_chunk *c = a->head;
+    while (c) {
+        ct_chunk *nx = c->next;
+        free(c);
+        c = nx;
+    }
+    a->head = NULL;
+    a->used_bytes = 0;
+}
+
+/* ---- UTF-8 -------------------------------------------------------------- */
+size_t ct_utf8_decode(const char *s, size_t n, uint32_t *cp)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    if (u[0] < 0x80 || n < 2) {
+        *cp = u[0];
+        return 1;
+    }
+    int len = u[0] >= 0xF0 ? 4 : u[0] >= 0xE0 ? 3 : u[0] >= 0xC0 ? 2 : 1;
+    if (len == 1 || (size_t)len > n) {
+        *cp = u[0];
+        return 1;
+    }
+    uint32_t c = u[0] & (0x7F >> len);
+    for (int k = 1; k < len; k++) {
+        if ((u[k] & 0xC0) != 0x80) {
+            *cp = u[0];
+            return 1;
+        }
+        c = (c << 6) | (u[k] & 0x3F);
+    }
+    *cp = c;
+    return (size_t)len;
+}
+
+size_t ct_utf8_encode(uint32_t cp, char *out)
+{
+    unsigned char *o = (unsigned char *)out;
+    if (cp < 0x80) {
+        o[0] = (unsigned char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (unsigned char)(0xC0 | (cp >> 6));
+        o[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (unsigned char)(0xE0 | (cp >> 12));
+        o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    if (cp > 0x10FFFF)
+        cp = 0xFFFD;
+    o[0] = (unsigned char)(0xF0 | (cp >> 18));
+    o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+    o[3] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+bool ct_py_isspace(uint32_t c)
+{
+    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+           c == 0x3000;
+}
+
+/* ---- lexer -------------------------------------------------------------- */
+typedef enum ttype { T_DATA, T_VBEGIN, T_VEND, T_BBEGIN, T_BEND, T_NAME, T_STR, T_INT, T_FLOAT, T_OP, T_EOF } ttype;
+
+typedef struct tok {
+    ttype t;
+    int line;
+    const char *s; /* DATA, NAME, STR: arena copy (decoded for STR); OP: the operator */
+    size_t n;
+    int64_t i;
+    double f;
+} tok;
+
+typedef struct pctx {
+    txc_chat_template *t;
+    ct_arena *ar;
+    jmp_buf fail;
+    const char *src;
+    size_t len;
+    tok *toks;
+    size_t ntoks, cap;
+    size_t pos; /* parser position in toks */
+    int depth;
+} pctx;
+
+static _Noreturn void perr(pctx *c, txc_status st, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static _Noreturn void perr(pctx *c, txc_status st, int line, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    txc_error(st, "chat template line %d: %s", line, msg);
+    longjmp(c->fail, 1);
+}
+
+static void push_tok(pctx *c, tok t)
+{
+    if (c->ntoks == c->cap) {
+        size_t nc = c->cap ? c->cap * 2 : 256;
+        tok *nt = realloc(c->toks, nc * sizeof *nt);
+        if (!nt) {
+            txc_error(TXC_ERR_NOMEM, "chat template: out of memory");
+            longjmp(c->fail, 1);
+        }
+        c->toks = nt;
+        c->cap = nc;
+    }
+    c->toks[c->ntoks++] = t;
+}
+
+static int count_lines(const char *s, size_t n)
+{
+    int k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += s[i] == '\n';
+    return k;
+}
+
+/* Bytes of Python whitespace at the end of s[0..n). */
+static size_t rstrip_len(const char *s, size_t n)
+{
+    size_t e = n;
+    while (e > 0) {
+        size_t b = e - 1;
+        while (b > 0 && ((unsigned char)s[b] & 0xC0) == 0x80 && e - b < 4)
+            b--;
+        uint32_t cp;
+        ct_utf8_decode(s + b, e - b, &cp);
+        if (!ct_py_isspace(cp))
+            break;
+        e = b;
+    }
+    return e;
+}
+
+static size_t skip_space(const char *s, size_t i, size_t n)
+{
+    while (i < n) {
+        uint32_t cp;
+        size_t k = ct_utf8_decode(s + i, n - i, &cp);
+        if (!ct_py_isspace(cp))
+            break;
+        i += k;
+    }
+    return i;
+}
+
+static void emit_data(pctx *c, const char *s, size_t n, int line)
+{
+    if (n == 0)
+        return;
+    tok t = {.t = T_DATA, .line = line, .s = ct_strndup(c->ar, s, n), .n = n};
+    push_tok(c, t);
+}
+
+/* Decode a string literal body (Python unicode-escape on the ASCII escapes). */
+static void lex_string(pctx *c, const char *s, size_t n, int line, tok *t)
+{
+    char *o = ct_alloc(c->ar, n + 1);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '\\' || i + 1 >= n) {
+            o[k++] = s[i];
+            continue;
+        }
+        char e = s[++i];
+        uint32_t cp;
+        int nd = 0;
+        switch (e) {
+        case '\n': continue;
+        case '\\': o[k++] = '\\'; continue;
+        case '\'': o[k++] = '\''; continue;
+        case '"': o[k++] = '"'; continue;
+        case 'a': o[k++] = '\a'; continue;
+        case 'b': o[k++] = '\b'; continue;
+        case 'f': o[k++] = '\f'; continue;
+        case 'n': o[k++] = '\n'; continue;
+        case 'r': o[k++] = '\r'; continue;
+        case 't': o[k++] = '\t'; continue;
+        case 'v': o[k++] = '\v'; continue;
+        case 'x': nd = 2; break;
+        case 'u': nd = 4; break;
+        case 'U': nd = 8; break;
+        case 'N': perr(c, TXC_ERR_UNSUPPORTED, line, "the string escape \\N{...} is not supported");
+        default:
+            if (e >= '0' && e <= '7') {
+                cp = 0;
+                int m = 0;
+                while (m < 3 && i < n && s[i] >= '0' && s[i] <= '7') {
+                    cp = cp * 8 + (uint32_t)(s[i] - '0');
+                    i++, m++;
+                }
+                i--;
+                k += ct_utf8_encode(cp, o + k); /* at most 3 bytes from 4 source bytes */
+                continue;
+            }
+            o[k++] = '\\';
+            o[k++] = e;
+            continue;
+        }
+        cp = 0;
+        for (int m = 0; m < nd; m++) {
+            char h = i + 1 + (size_t)m < n ? s[i + 1 + (size_t)m] : 0;
+            int v = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+            if (v < 0)
+                perr(c, TXC_ERR_FORMAT, line, "truncated \\%c escape in a string", e);
+            cp = cp * 16 + (uint32_t)v;
+        }
+        if (cp > 0x10FFFF)
+            perr(c, TXC_ERR_FORMAT, line, "illegal Unicode character in a string escape");
+        i += (size_t)nd;
+        k += ct_utf8_encode(cp, o + k); /* \xhh: 2 bytes from 4, \u: 3 from 6, \U: 4 from 10 */
+    }
+    o[k] = '\0';
+    t->t = T_STR;
+    t->s = o;
+    t->n = k;
+}
+
+static const char *const ops3[] = {"//", "**", "==", "!=", "<=", ">=", NULL};
+static const char ops1[] = "+-/*%~<>=()[]{},.:|";
+
+/* Tokens of one {{ }} or {% %} tag starting at i (after the opener). Returns
+ * the index after the closer (and its whitespace handling). */
+static size_t lex_tag(pctx *c, size_t i, bool block, int *line, bool *ends_nl)
+{
+    const char *s = c->src;
+    size_t n = c->len;
+    int depth = 0;
+    int open_line = *line;
+    for (;;) {
+        size_t j = skip_space(s, i, n);
+        *line += count_lines(s + i, j - i);
+        i = j;
+        if (i >= n)
+            perr(c, TXC_ERR_FORMAT, open_line, "unexpected end of template, expected '%s' to close the tag",
+                 block ? "%}" : "}}");
+        char ch = s[i];
+        if (depth == 0) {
+            char e1 = block ? '%' : '}';
+            bool minus = ch == '-' && i + 2 < n + 0 && s[i + 1] == e1 && s[i + 2] == '}';
+            bool plus = block && ch == '+' && i + 2 < n + 0 && s[i + 1] == '%' && s[i + 2] == '}';
+            bool plain = ch == e1 && i + 1 < n && s[i + 1] == '}';
+            if (minus || plus || plain) {
+                push_tok(c, (tok){.t = block ? T_BEND : T_VEND, .line = *line});
+                i += plain ? 2 : 3;
+                *ends_nl = false;
+                if (minus) {
+                    size_t k = skip_space(s, i, n);
+                    *line += count_lines(s + i, k - i);
+                    *ends_nl = k > i && s[k - 1] == '\n';
+                    i = k;
+                } else if (plain && block && i < n && s[i] == '\n') { /* trim_blocks */
+                    i++;
+                    (*line)++;
+                    *ends_nl = true;
+                }
+                return i;
+            }
+        }
+        tok t = {.line = *line};
+        if (ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')) {
+            size_t k = i;
+            while (k < n && (s[k] == '_' || (s[k] >= 'a' && s[k] <= 'z') || (s[k] >= 'A' && s[k] <= 'Z') ||
+                             (s[k] >= '0' && s[k] <= '9')))
+                k++;
+            t.t = T_NAME;
+            t.s = ct_strndup(c->ar, s + i, k - i);
+            t.n = k - i;
+            i = k;
+        } else if (ch >= '0' && ch <= '9') {
+            char buf[128];
+            size_t b = 0, k = i;
+            bool isf = false;
+            while (k < n && ((s[k] >= '0' && s[k] <= '9') || s[k] == '_') && b < 100) {
+                if (s[k] != '_')
+                    buf[b++] = s[k];
+                k++;
+            }
+            if (k + 1 < n && s[k] == '.' && s[k + 1] >= '0' && s[k + 1] <= '9') {
+                isf = true;
+                buf[b++] = s[k++];
+                while (k < n && ((s[k] >= '0' && s[k] <= '9') || s[k] == '_') && b < 100) {
+                    if (s[k] != '_')
+                        buf[b++] = s[k];
+                    k++;
+                }
+            }
+            if (k < n && (s[k] == 'e' || s[k] == 'E')) {
+                size_t q = k + 1;
+                if (q < n && (s[q] == '+' || s[q] == '-'))
+                    q++;
+                if (q < n && s[q] >= '0' && s[q] <= '9') {
+                    isf = true;
+                    buf[b++] = 'e';
+                    for (size_t r = k + 1; r < q; r++)
+                        buf[b++] = s[r];
+                    k = q;
+                    while (k < n && s[k] >= '0' && s[k] <= '9' && b < 120)
+                        buf[b++] = s[k++];
+                }
+            }
+            buf[b] = '\0';
+            if (b >= 100)
+                perr(c, TXC_ERR_UNSUPPORTED, *line, "number literal too long");
+            if (isf) {
+                t.t = T_FLOAT;
+                t.f = strtod(buf, NULL);
+            } else {
+                t.t = T_INT;
+                errno = 0;
+                t.i = strtoll(buf, NULL, 10);
+                if (errno == ERANGE)
+                    perr(c, TXC_ERR_UNSUPPORTED, *line, "integer literal %s is larger than 64 bits", buf);
+            }
+            i = k;
+        } else if (ch == '\'' || ch == '"') {
+            size_t k = i + 1;
+            while (k < n && s[k] != ch) {
+                if (s[k] == '\\' && k + 1 < n)
+                    k++;
+                k++;
+            }
+            if (k >= n)
+                perr(c, TXC_ERR_FORMAT, *line, "unterminated string literal");
+            lex_string(c, s + i + 1, k - i - 1, *line, &t);
+            *line += count_lines(s + i, k - i);
+            i = k + 1;
+        } else {
+            const char *op = NULL;
+            for (int q = 0; ops3[q]; q++)
+                if (i + 1 < n && s[i] == ops3[q][0] && s[i + 1] == ops3[q][1])
+                    op = ops3[q];
+            if (op) {
+                i += 2;
+            } else if (ch && strchr(ops1, ch)) {
+                op = ct_strndup(c->ar, s + i, 1);
+                i += 1;
+                if (ch == '(' || ch == '[' || ch == '{')
+                    depth++;
+                else if (ch == ')' || ch == ']' || ch == '}') {
+                    if (depth == 0)
+                        perr(c, TXC_ERR_FORMAT, *line, "unexpected '%c'", ch);
+                    depth--;
+                }
+            } else {
+                uint32_t cp;
+                ct_utf8_decode(s + i, n - i, &cp);
+                perr(c, TXC_ERR_FORMAT, *line, "unexpected char U+%04X '%.*s'", (unsigned)cp,
+                     (int)ct_utf8_decode(s + i, n - i, &cp), s + i);
+            }
+            t.t = T_OP;
+            t.s = op;
+            t.n = strlen(op);
+        }
+        push_tok(c, t);
+    }
+}
+
+static void lex(pctx *c)
+{
+    const char *s = c->src;
+    size_t n = c->len;
+    size_t i = 0;
+    int line = 1;
+    bool line_starting = true;
+    while (i < n) {
+        /* the next tag opener */
+        size_t j = i;
+        int kind = 0; /* '{', '%', '#' */
+        while (j + 1 < n) {
+            if (s[j] == '{' && (s[j + 1] == '{' || s[j + 1] == '%' || s[j + 1] == '#')) {
+                kind = s[j + 1];
+                break;
+            }
+            j++;
+        }
+        if (!kind) {
+            emit_data(c, s + i, n - i, line);
+            break;
+        }
+        size_t after = j + 2;
+        char sign = after < n && (s[after] == '-' || s[after] == '+') ? s[after] : 0;
+        size_t text_end = j;
+        if (sign == '-') {
+            text_end = i + rstrip_len(s + i, j - i);
+        } else if (sign != '+' && kind != '{') { /* lstrip_blocks */
+            size_t l = j;
+            while (l > i && s[l - 1] != '\n')
+                l--;
+            bool has_nl = l > i;
+            if (has_nl || line_starting) {
+                size_t q = l;
+                while (q < j && (s[q] == ' ' || s[q] == '\t'))
+                    q++;
+                if (q == j)
+                    text_end = l;
+            }
+        }
+        emit_data(c, s + i, text_end - i, line);
+        line += count_lines(s + i, j - i);
+        int tag_line = line;
+        i = after + (sign ? 1 : 0);
+        if (kind == '#') {
+            size_t k = i;
+            while (k + 1 < n && !(s[k] == '#' && s[k + 1] == '}'))
+                k++;
+            if (k + 1 >= n)
+                perr(c, TXC_ERR_FORMAT, tag_line, "missing end of comment tag");
+            char pre = k > i ? s[k - 1] : 0;
+            line += count_lines(s + i, k - i);
+            k += 2;
+            line_starting = false;
+            if (pre == '-') {
+                size_t q = skip_space(s, k, n);
+                line += count_lines(s + k, q - k);
+                line_starting = q > k && s[q - 1] == '\n';
+                k = q;
+            } else if (pre != '+' && k < n && s[k] == '\n') {
+                k++;
+                line++;
+                line_starting = true;
+            }
+            i = k;
+            continue;
+        }
+        if (kind == '%') { /* {% raw %} is not supported: say so rather than misparse */
+            size_t q = skip_space(s, i, n);
+            if (q + 3 <= n && memcmp(s + q, "raw", 3) == 0 && (q + 3 == n || !((s[q + 3] >= 'a' && s[q + 3] <= 'z') || s[q + 3] == '_')))
+                perr(c, TXC_ERR_UNSUPPORTED, tag_line, "'{%% raw %%}' is not supported");
+        }
+        push_tok(c, (tok){.t = kind == '%' ? T_BBEGIN : T_VBEGIN, .line = tag_line});
+        i = lex_tag(c, i, kind == '%', &line, &line_starting);
+    }
+    push_tok(c, (tok){.t = T_EOF, .line = line});
+}
+
+/* ---- parser ------------------------------------------------------------- */
+#define MAX_DEPTH 200
+
+static tok *cur(pctx *c) { return &c->toks[c->pos]; }
+static tok *peek(pctx *c, size_t k)
+{
+    size_t p = c->pos + k;
+    return &c->toks[p < c->ntoks ? p : c->ntoks - 1];
+}
+static bool is_op(const tok *t, const char *op) { return t->t == T_OP && strcmp(t->s, op) == 0; }
+static bool is_name(const tok *t, const char *nm) { return t->t == T_NAME && strcmp(t->s, nm) == 0; }
+
+static const char *tok_desc(const tok *t)
+{
+    switch (t->t) {
+    case T_DATA: return "template data";
+    case T_VBEGIN: return "'{{'";
+    case T_VEND: return "end of print statement";
+    case T_BBEGIN: return "'{%'";
+    case T_BEND: return "end of statement block";
+    case T_NAME: return t->s;
+    case T_STR: return "string";
+    case T_INT: return "integer";
+    case T_FLOAT: return "float";
+    case T_OP: return t->s;
+    case T_EOF: return "end of template";
+    }
+    return "?";
+}
+
+static void expect_op(pctx *c, const char *op)
+{
+    if (!is_op(cur(c), op))
+        perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected '%s', got '%s'", op, tok_desc(cur(c)));
+    c->pos++;
+}
+
+static void expect_bend(pctx *c)
+{
+    if (cur(c)->t != T_BEND)
+        perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected end of statement block, got '%s'", tok_desc(cur(c)));
+    c->pos++;
+}
+
+static const char *expect_name(pctx *c)
+{
+    if (cur(c)->t != T_NAME)
+        perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected a name, got '%s'", tok_desc(cur(c)));
+    return c->toks[c->pos++].s;
+}
+
+static ct_node *node(pctx *c, ct_node_kind k, int line)
+{
+    ct_node *nd = ct_alloc(c->ar, sizeof *nd);
+    nd->kind = k;
+    nd->line = line;
+    return nd;
+}
+
+/* growable node list in the arena */
+typedef struct nlist {
+    ct_node **v;
+    size_t n, cap;
+} nlist;
+static void nl_push(pctx *c, nlist *l, ct_node *x)
+{
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 4;
+        ct_node **nv = ct_alloc(c->ar, nc * sizeof *nv);
+        if (l->n)
+            memcpy(nv, l->v, l->n * sizeof *nv);
+        l->v = nv;
+        l->cap = nc;
+    }
+    l->v[l->n++] = x;
+}
+
+static ct_value *const_val(pctx *c, ct_kind k)
+{
+    ct_value *v = ct_alloc(c->ar, sizeof *v);
+    v->kind = k;
+    return v;
+}
+
+static ct_node *parse_expr(pctx *c);
+static ct_node *parse_or(pctx *c);
+static ct_node *parse_unary(pctx *c, bool with_filter);
+static ct_node *parse_tuple(pctx *c, bool explicit_parens);
+
+static void enter(pctx *c)
+{
+    if (++c->depth > MAX_DEPTH)
+        perr(c, TXC_ERR_UNSUPPORTED, cur(c)->line, "nesting deeper than %d levels", MAX_DEPTH);
+}
+
+/* ( args, name=value ) after the '(' was consumed */
+static void parse_call_args(pctx *c, ct_node *nd)
+{
+    nlist args = {0}, kw = {0};
+    nlist kwn = {0};
+    while (!is_op(cur(c), ")")) {
+        if (args.n + kw.n)
+            expect_op(c, ",");
+        if (is_op(cur(c), ")"))
+            break;
+        if (is_op(cur(c), "*") || is_op(cur(c), "**"))
+            perr(c, TXC_ERR_UNSUPPORTED, cur(c)->line, "'*args' / '**kwargs' in calls are not supported");
+        if (cur(c)->t == T_NAME && is_op(peek(c, 1), "=")) {
+            const char *nm = cur(c)->s;
+            c->pos += 2;
+            nl_push(c, &kwn, (ct_node *)nm);
+            nl_push(c, &kw, parse_expr(c));
+        } else {
+            if (kw.n)
+                perr(c, TXC_ERR_FORMAT, cur(c)->line, "positional argument after keyword argument");
+            nl_push(c, &args, parse_expr(c));
+        }
+    }
+    c->pos++;
+    nd->args = args.v;
+    nd->nargs = args.n;
+    nd->kwargs = kw.v;
+    nd->kwnames = (const char **)kwn.v;
+    nd->nkw = kw.n;
+}
+
+static ct_node *parse_primary(pctx *c)
+{
+    tok *t = cur(c);
+    ct_node *nd;
+    switch (t->t) {
+    case T_NAME:
+        c->pos++;
+        if (!strcmp(t->s, "true") || !strcmp(t->s, "True") || !strcmp(t->s, "false") || !strcmp(t->s, "False")) {
+            nd = node(c, E_CONST, t->line);
+            nd->value = const_val(c, CT_BOOL);
+            nd->value->b = t->s[0] == 't' || t->s[0] == 'T';
+            return nd;
+        }
+        if (!strcmp(t->s, "none") || !strcmp(t->s, "None")) {
+            nd = node(c, E_CONST, t->line);
+            nd->value = const_val(c, CT_NONE);
+            return nd;
+        }
+        nd = node(c, E_NAME, t->line);
+        nd->name = t->s;
+        return nd;
+    case T_STR: {
+        /* adjacent string literals are concatenated */
+        size_t total = 0, k = c->pos;
+        while (c->toks[k].t == T_STR)
+            total += c->toks[k++].n;
+        char *buf = ct_alloc(c->ar, total + 1);
+        size_t o = 0;
+        while (cur(c)->t == T_STR) {
+            memcpy(buf + o, cur(c)->s, cur(c)->n);
+            o += cur(c)->n;
+            c->pos++;
+        }
+        nd = node(c, E_CONST, t->line);
+        nd->value = const_val(c, CT_STR);
+        nd->value->str.s = buf;
+        nd->value->str.n = total;
+        return nd;
+    }
+    case T_INT:
+    case T_FLOAT:
+        c->pos++;
+        nd = node(c, E_CONST, t->line);
+        nd->value = const_val(c, t->t == T_INT ? CT_INT : CT_FLOAT);
+        if (t->t == T_INT)
+            nd->value->i = t->i;
+        else
+            nd->value->f = t->f;
+        return nd;
+    case T_OP:
+        if (is_op(t, "(")) {
+            c->pos++;
+            nd = parse_tuple(c, true);
+            expect_op(c, ")");
+            return nd;
+        }
+        if (is_op(t, "[")) {
+            c->pos++;
+            nlist items = {0};
+            while (!is_op(cur(c), "]")) {
+                if (items.n)
+                    expect_op(c, ",");
+                if (is_op(cur(c), "]"))
+                    break;
+                nl_push(c, &items, parse_expr(c));
+            }
+            c->pos++;
+            nd = node(c, E_LIST, t->line);
+            nd->args = items.v;
+            nd->nargs = items.n;
+            return nd;
+        }
+        if (is_op(t, "{")) {
+            c->pos++;
+            nlist keys = {0}, vals = {0};
+            while (!is_op(cur(c), "}")) {
+                if (keys.n)
+                    expect_op(c, ",");
+                if (is_op(cur(c), "}"))
+                    break;
+                nl_push(c, &keys, parse_expr(c));
+                expect_op(c, ":");
+                nl_push(c, &vals, parse_expr(c));
+            }
+            c->pos++;
+            nd = node(c, E_DICT, t->line);
+            nd->args = keys.v;
+            nd->nargs = keys.n;
+            nd->kwargs = vals.v;
+            nd->nkw = vals.n;
+            return nd;
+        }
+        break;
+    default:
+        break;
+    }
+    perr(c, TXC_ERR_FORMAT, t->line, "unexpected '%s'", tok_desc(t));
+}
+
+static ct_node *parse_subscript(pctx *c, ct_node *obj)
+{
+    tok *t = cur(c);
+    c->pos++; /* '[' */
+    ct_node *parts[3] = {NULL, NULL, NULL};
+    int np = 0;
+    bool slice = false;
+    for (;;) {
+        if (is_op(cur(c), ":")) {
+            slice = true;
+            if (np >= 2)
+                perr(c, TXC_ERR_FORMAT, cur(c)->line, "too many ':' in a slice");
+            np++;
+            c->pos++;
+            continue;
+        }
+        if (is_op(cur(c), "]"))
+            break;
+        if (parts[np])
+            perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected ':' or ']', got '%s'", tok_desc(cur(c)));
+        parts[np] = parse_expr(c);
+        if (is_op(cur(c), ","))
+            perr(c, TXC_ERR_UNSUPPORTED, cur(c)->line, "tuple subscripts are not supported");
+    }
+    c->pos++;
+    ct_node *nd;
+    if (slice) {
+        nd = node(c, E_SLICE, t->line);
+        nd->args = ct_alloc(c->ar, 3 * sizeof *nd->args);
+        memcpy(nd->args, parts, sizeof parts);
+        nd->nargs = 3;
+    } else {
+        if (!parts[0])
+            perr(c, TXC_ERR_FORMAT, t->line, "expected an expression in '[]'");
+        nd = node(c, E_ITEM, t->line);
+        nd->b = parts[0];
+    }
+    nd->a = obj;
+    return nd;
+}
+
+static ct_node *parse_postfix(pctx *c, ct_node *nd)
+{
+    for (;;) {
+        tok *t = cur(c);
+        if (is_op(t, ".")) {
+            c->pos++;
+            if (cur(c)->t == T_INT) { /* x.0 is x[0] */
+                ct_node *it = node(c, E_ITEM, t->line);
+                it->a = nd;
+                it->b = node(c, E_CONST, t->line);
+                it->b->value = const_val(c, CT_INT);
+                it->b->value->i = cur(c)->i;
+                c->pos++;
+                nd = it;
+                continue;
+            }
+            ct_node *at = node(c, E_ATTR, t->line);
+            at->a = nd;
+            at->name = expect_name(c);
+            nd = at;
+        } else if (is_op(t, "[")) {
+            nd = parse_subscript(c, nd);
+        } else if (is_op(t, "(")) {
+            c->pos++;
+            ct_node *call = node(c, E_CALL, t->line);
+            call->a = nd;
+            parse_call_args(c, call);
+            nd = call;
+        } else {
+            return nd;
+        }
+    }
+}
+
+static ct_node *parse_filter(pctx *c, ct_node *input)
+{
+    tok *t = cur(c);
+    const char *nm = expect_name(c);
+    while (is_op(cur(c), ".")) /* dotted filter names */
+        perr(c, TXC_ERR_UNSUPPORTED, t->line, "dotted filter names are not supported");
+    int id = ct_filter_id(nm);
+    if (id < 0)
+        perr(c, TXC_ERR_UNSUPPORTED, t->line, "filter '%s' is not supported", nm);
+    ct_node *f = node(c, E_FILTER, t->line);
+    f->a = input;
+    f->name = nm;
+    f->id = id;
+    if (is_op(cur(c), "(")) {
+        c->pos++;
+        parse_call_args(c, f);
+    }
+    return f;
+}
+
+static ct_node *parse_filter_expr(pctx *c, ct_node *nd)
+{
+    for (;;) {
+        tok *t = cur(c);
+        if (is_op(t, "|")) {
+            c->pos++;
+            nd = parse_filter(c, nd);
+        } else if (is_name(t, "is")) {
+            c->pos++;
+            ct_node *te = node(c, E_TEST, t->line);
+            te->a = nd;
+            if (is_name(cur(c), "not")) {
+                te->op = 1;
+                c->pos++;
+            }
+            /* test names may be keywords-like names: none, true, false, in ... */
+            if (cur(c)->t != T_NAME)
+                perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected a test name, got '%s'", tok_desc(cur(c)));
+            te->name = cur(c)->s;
+            c->pos++;
+            te->id = ct_test_id(te->name);
+            if (te->id < 0)
+                perr(c, TXC_ERR_UNSUPPORTED, t->line, "test '%s' is not supported", te->name);
+            tok *u = cur(c);
+            if (is_op(u, "(")) {
+                c->pos++;
+                parse_call_args(c, te);
+            } else if ((u->t == T_NAME || u->t == T_STR || u->t == T_INT || u->t == T_FLOAT || is_op(u, "[") ||
+                        is_op(u, "{")) &&
+                       !is_name(u, "else") && !is_name(u, "or") && !is_name(u, "and")) {
+                if (is_name(u, "is"))
+                    perr(c, TXC_ERR_FORMAT, u->line, "You cannot chain multiple tests with is");
+                ct_node *arg = parse_postfix(c, parse_primary(c));
+                te->args = ct_alloc(c->ar, sizeof *te->args);
+                te->args[0] = arg;
+                te->nargs = 1;
+            }
+            nd = te;
+        } else if (is_op(t, "(")) {
+            c->pos++;
+            ct_node *call = node(c, E_CALL, t->line);
+            call->a = nd;
+            parse_call_args(c, call);
+            nd = call;
+        } else {
+            return nd;
+        }
+    }
+}
+
+static ct_node *parse_unary(pctx *c, bool with_filter)
+{
+    enter(c);
+    tok *t = cur(c);
+    ct_node *nd;
+    if (is_op(t, "-") || is_op(t, "+")) {
+        c->pos++;
+        nd = node(c, is_op(t, "-") ? E_NEG : E_POS, t->line);
+        nd->a = parse_unary(c, false);
+    } else {
+        nd = parse_primary(c);
+    }
+    nd = parse_postfix(c, nd);
+    if (with_filter)
+        nd = parse_filter_expr(c, nd);
+    c->depth--;
+    return nd;
+}
+
+static ct_node *binop(pctx *c, int op, ct_node *a, ct_node *b, int line)
+{
+    ct_node *nd = node(c, E_BINOP, line);
+    nd->op = op;
+    nd->a = a;
+    nd->b = b;
+    return nd;
+}
+
+static ct_node *parse_pow(pctx *c)
+{
+    ct_node *l = parse_unary(c, true);
+    while (is_op(cur(c), "**")) {
+        int line = cur(c)->line;
+        c->pos++;
+        l = binop(c, 'p', l, parse_unary(c, true), line);
+    }
+    return l;
+}
+
+static ct_node *parse_math2(pctx *c)
+{
+    ct_node *l = parse_pow(c);
+    for (;;) {
+        tok *t = cur(c);
+        int op = is_op(t, "*") ? '*' : is_op(t, "/") ? '/' : is_op(t, "//") ? 'f' : is_op(t, "%") ? '%' : 0;
+        if (!op)
+            return l;
+        c->pos++;
+        l = binop(c, op, l, parse_pow(c), t->line);
+    }
+}
+
+static ct_node *parse_concat(pctx *c)
+{
+    ct_node *first = parse_math2(c);
+    if (!is_op(cur(c), "~"))
+        return first;
+    nlist l = {0};
+    nl_push(c, &l, first);
+    int line = cur(c)->line;
+    while (is_op(cur(c), "~")) {
+        c->pos++;
+        nl_push(c, &l, parse_math2(c));
+    }
+    ct_node *nd = node(c, E_CONCAT, line);
+    nd->args = l.v;
+    nd->nargs = l.n;
+    return nd;
+}
+
+static ct_node *parse_math1(pctx *c)
+{
+    ct_node *l = parse_concat(c);
+    for (;;) {
+        tok *t = cur(c);
+        int op = is_op(t, "+") ? '+' : is_op(t, "-") ? '-' : 0;
+        if (!op)
+            return l;
+        c->pos++;
+        l = binop(c, op, l, parse_concat(c), t->line);
+    }
+}
+
+static ct_node *parse_compare(pctx *c)
+{
+    ct_node *l = parse_math1(c);
+    ct_node *first = NULL, *last = NULL;
+    for (;;) {
+        tok *t = cur(c);
+        int op = 0;
+        if (is_op(t, "=="))
+            op = 'e';
+        else if (is_op(t, "!="))
+            op = 'n';
+        else if (is_op(t, "<"))
+            op = '<';
+        else if (is_op(t, "<="))
+            op = 'l';
+        else if (is_op(t, ">"))
+            op = '>';
+        else if (is_op(t, ">="))
+            op = 'g';
+        else if (is_name(t, "in"))
+            op = 'i';
+        else if (is_name(t, "not") && is_name(peek(c, 1), "in")) {
+            op = 'I';
+            c->pos++;
+        }
+        if (!op)
+            break;
+        c->pos++;
+        ct_node *r = parse_math1(c);
+        ct_node *cmp = node(c, E_CMP, t->line);
+        cmp->op = op;
+        cmp->a = last ? last->b : l;
+        cmp->b = r;
+        if (!first) {
+            first = cmp;
+        } else { /* a < b < c: (a < b) and (b < c) */
+            ct_node *andn = node(c, E_AND, t->line);
+            andn->a = first;
+            andn->b = cmp;
+            first = andn;
+        }
+        last = cmp;
+    }
+    return first ? first : l;
+}
+
+static ct_node *parse_not(pctx *c)
+{
+    if (is_name(cur(c), "not")) {
+        enter(c);
+        ct_node *nd = node(c, E_NOT, cur(c)->line);
+        c->pos++;
+        nd->a = parse_not(c);
+        c->depth--;
+        return nd;
+    }
+    return parse_compare(c);
+}
+
+static ct_node *parse_and(pctx *c)
+{
+    ct_node *l = parse_not(c);
+    while (is_name(cur(c), "and")) {
+        ct_node *nd = node(c, E_AND, cur(c)->line);
+        c->pos++;
+        nd->a = l;
+        nd->b = parse_not(c);
+        l = nd;
+    }
+    return l;
+}
+
+static ct_node *parse_or(pctx *c)
+{
+    ct_node *l = parse_and(c);
+    while (is_name(cur(c), "or")) {
+        ct_node *nd = node(c, E_OR, cur(c)->line);
+        c->pos++;
+        nd->a = l;
+        nd->b = parse_and(c);
+        l = nd;
+    }
+    return l;
+}
+
+/* x if cond else y */
+static ct_node *parse_expr(pctx *c)
+{
+    enter(c);
+    ct_node *l = parse_or(c);
+    while (is_name(cur(c), "if")) {
+        ct_node *nd = node(c, E_COND, cur(c)->line);
+        c->pos++;
+        nd->b = l;
+        nd->a = parse_or(c);
+        if (is_name(cur(c), "else")) {
+            c->pos++;
+            nd->c = parse_expr(c);
+        }
+        l = nd;
+    }
+    c->depth--;
+    return l;
+}
+
+/* an expression or a bare tuple "a, b" */
+static ct_node *parse_tuple(pctx *c, bool explicit_parens)
+{
+    int line = cur(c)->line;
+    nlist items = {0};
+    bool comma = false;
+    for (;;) {
+        if (items.n) {
+            if (!is_op(cur(c), ","))
+                break;
+            c->pos++;
+            comma = true;
+        }
+        tok *t = cur(c);
+        if (t->t == T_VEND || t->t == T_BEND || is_op(t, ")") || (items.n && is_name(t, "in")))
+            break;
+        nl_push(c, &items, parse_expr(c));
+    }
+    if (!comma) {
+        if (items.n)
+            return items.v[0];
+        if (!explicit_parens)
+            perr(c, TXC_ERR_FORMAT, line, "expected an expression, got '%s'", tok_desc(cur(c)));
+    }
+    ct_node *nd = node(c, E_TUPLE, line);
+    nd->args = items.v;
+    nd->nargs = items.n;
+    return nd;
+}
+
+/* assignment targets: name or name, name, ... */
+static void parse_targets(pctx *c, ct_node *nd)
+{
+    nlist names = {0};
+    bool parens = is_op(cur(c), "(");
+    if (parens)
+        c->pos++;
+    for (;;) {
+        nl_push(c, &names, (ct_node *)expect_name(c));
+        if (!is_op(cur(c), ","))
+            break;
+        c->pos++;
+    }
+    if (parens)
+        expect_op(c, ")");
+    nd->names = (const char **)names.v;
+    nd->nnames = names.n;
+}
+
+static ct_node **parse_body(pctx *c, const char *const *ends, size_t *count, const char **which);
+
+static const char *const end_if[] = {"elif", "else", "endif", NULL};
+static const char *const end_for[] = {"else", "endfor", NULL};
+static const char *const end_for2[] = {"endfor", NULL};
+static const char *const end_set[] = {"endset", NULL};
+static const char *const end_macro[] = {"endmacro", NULL};
+static const char *const end_filter[] = {"endfilter", NULL};
+static const char *const end_gen[] = {"endgeneration", NULL};
+
+static void parse_filter_chain(pctx *c, ct_node *nd)
+{
+    nlist fl = {0};
+    ct_node *f = parse_filter(c, NULL);
+    nl_push(c, &fl, f);
+    while (is_op(cur(c), "|")) {
+        c->pos++;
+        nl_push(c, &fl, parse_filter(c, NULL));
+    }
+    nd->filters = fl.v;
+    nd->nfilters = fl.n;
+}
+
+static ct_node *parse_if(pctx *c, int line)
+{
+    ct_node *nd = node(c, N_IF, line);
+    nd->a = parse_tuple(c, false);
+    expect_bend(c);
+    const char *which;
+    nd->body = parse_body(c, end_if, &nd->nbody, &which);
+    if (!strcmp(which, "elif")) {
+        ct_node *el = parse_if(c, cur(c)->line);
+        nd->else_body = ct_alloc(c->ar, sizeof *nd->else_body);
+        nd->else_body[0] = el;
+        nd->nelse = 1;
+        return nd; /* the nested if consumed endif */
+    }
+    if (!strcmp(which, "else")) {
+        expect_bend(c);
+        nd->else_body = parse_body(c, end_if + 2, &nd->nelse, &which);
+    }
+    expect_bend(c); /* endif */
+    return nd;
+}
+
+/* One {% ... %} statement; the '{%' and the keyword were consumed. */
+static ct_node *parse_stmt(pctx *c, const char *kw, int line)
+{
+    const char *which;
+    ct_node *nd;
+    if (!strcmp(kw, "if"))
+        return parse_if(c, line);
+    if (!strcmp(kw, "for")) {
+        nd = node(c, N_FOR, line);
+        parse_targets(c, nd);
+        if (!is_name(cur(c), "in"))
+            perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected 'in', got '%s'", tok_desc(cur(c)));
+        c->pos++;
+        /* the iterable: no inline if-else here (jinja parses with_condexpr=False) */
+        nd->a = parse_or(c);
+        if (is_op(cur(c), ",")) {
+            ct_node *tu = node(c, E_TUPLE, line);
+            nlist items = {0};
+            nl_push(c, &items, nd->a);
+            while (is_op(cur(c), ",")) {
+                c->pos++;
+                nl_push(c, &items, parse_or(c));
+            }
+            tu->args = items.v;
+            tu->nargs = items.n;
+            nd->a = tu;
+        }
+        if (is_name(cur(c), "if")) {
+            c->pos++;
+            nd->b = parse_expr(c);
+        }
+        if (is_name(cur(c), "recursive"))
+            perr(c, TXC_ERR_UNSUPPORTED, cur(c)->line, "recursive for loops are not supported");
+        expect_bend(c);
+        nd->body = parse_body(c, end_for, &nd->nbody, &which);
+        if (!strcmp(which, "else")) {
+            expect_bend(c);
+            nd->else_body = parse_body(c, end_for2, &nd->nelse, &which);
+        }
+        expect_bend(c);
+        return nd;
+    }
+    if (!strcmp(kw, "set")) {
+        if (cur(c)->t == T_NAME && is_op(peek(c, 1), ".")) {
+            nd = node(c, N_SET, line);
+            ct_node *ns = node(c, E_NAME, line);
+            ns->name = expect_name(c);
+            c->pos++;
+            nd->a = ns;
+            nd->name = expect_name(c);
+            expect_op(c, "=");
+            nd->b = parse_tuple(c, false);
+            expect_bend(c);
+            return nd;
+        }
+        nd = node(c, N_SET, line);
+        parse_targets(c, nd);
+        if (is_op(cur(c), "=")) {
+            c->pos++;
+            nd->b = parse_tuple(c, false);
+            expect_bend(c);
+            return nd;
+        }
+        if (nd->nnames != 1)
+            perr(c, TXC_ERR_FORMAT, line, "expected '=' in a set statement");
+        nd->kind = N_SETBLOCK;
+        if (is_op(cur(c), "|")) {
+            c->pos++;
+            parse_filter_chain(c, nd);
+        }
+        expect_bend(c);
+        nd->body = parse_body(c, end_set, &nd->nbody, &which);
+        expect_bend(c);
+        return nd;
+    }
+    if (!strcmp(kw, "macro")) {
+        nd = node(c, N_MACRO, line);
+        nd->name = expect_name(c);
+        expect_op(c, "(");
+        nlist params = {0}, defs = {0};
+        while (!is_op(cur(c), ")")) {
+            if (params.n)
+                expect_op(c, ",");
+            if (is_op(cur(c), ")"))
+                break;
+            nl_push(c, &params, (ct_node *)expect_name(c));
+            ct_node *d = NULL;
+            if (is_op(cur(c), "=")) {
+                c->pos++;
+                d = parse_expr(c);
+            } else if (defs.n && defs.v[defs.n - 1]) {
+                perr(c, TXC_ERR_FORMAT, line, "non-default argument follows default argument");
+            }
+            nl_push(c, &defs, d);
+        }
+        c->pos++;
+        expect_bend(c);
+        nd->names = (const char **)params.v;
+        nd->nnames = params.n;
+        nd->args = defs.v;
+        nd->nargs = defs.n;
+        nd->body = parse_body(c, end_macro, &nd->nbody, &which);
+        if (cur(c)->t == T_NAME) /* {% endmacro name %} */
+            c->pos++;
+        expect_bend(c);
+        return nd;
+    }
+    if (!strcmp(kw, "break") || !strcmp(kw, "continue")) {
+        nd = node(c, kw[0] == 'b' ? N_BREAK : N_CONTINUE, line);
+        expect_bend(c);
+        return nd;
+    }
+    if (!strcmp(kw, "filter")) {
+        nd = node(c, N_FILTERBLOCK, line);
+        parse_filter_chain(c, nd);
+        expect_bend(c);
+        nd->body = parse_body(c, end_filter, &nd->nbody, &which);
+        expect_bend(c);
+        return nd;
+    }
+    if (!strcmp(kw, "generation")) { /* transformers' AssistantTracker: renders its body */
+        nd = node(c, N_BODY, line);
+        expect_bend(c);
+        nd->body = parse_body(c, end_gen, &nd->nbody, &which);
+        expect_bend(c);
+        return nd;
+    }
+    static const char *const known[] = {"call", "with", "block", "extends", "include", "import", "from",
+                                        "autoescape", "do", "raw", "trans", "pluralize", NULL};
+    for (int k = 0; known[k]; k++)
+        if (!strcmp(kw, known[k]))
+            perr(c, TXC_ERR_UNSUPPORTED, line, "'{%% %s %%}' is not supported", kw);
+    perr(c, TXC_ERR_FORMAT, line, "Encountered unknown tag '%s'", kw);
+}
+
+/* Statements until a block tag whose keyword is in `ends` (NULL: the end of
+ * the template). On return the position is after that keyword; *which is
+ * the keyword. */
+static ct_node **parse_body(pctx *c, const char *const *ends, size_t *count, const char **which)
+{
+    enter(c);
+    nlist body = {0};
+    int start_line = cur(c)->line;
+    for (;;) {
+        tok *t = cur(c);
+        if (t->t == T_EOF) {
+            if (ends)
+                perr(c, TXC_ERR_FORMAT, t->line,
+                     "unexpected end of template: the block opened at or before line %d needs '{%% %s %%}'",
+                     start_line, ends[0] && !strcmp(ends[0], "elif") ? "endif" : ends[0] && !strcmp(ends[0], "else") ? "endfor" : ends[0]);
+            break;
+        }
+        if (t->t == T_DATA) {
+            ct_node *nd = node(c, N_TEXT, t->line);
+            nd->value = const_val(c, CT_STR);
+            nd->value->str.s = t->s;
+            nd->value->str.n = t->n;
+            nl_push(c, &body, nd);
+            c->pos++;
+            continue;
+        }
+        if (t->t == T_VBEGIN) {
+            c->pos++;
+            ct_node *nd = node(c, N_OUTPUT, t->line);
+            nd->a = parse_tuple(c, false);
+            if (cur(c)->t != T_VEND)
+                perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected end of print statement, got '%s'",
+                     tok_desc(cur(c)));
+            c->pos++;
+            nl_push(c, &body, nd);
+            continue;
+        }
+        if (t->t != T_BBEGIN)
+            perr(c, TXC_ERR_FORMAT, t->line, "unexpected '%s'", tok_desc(t));
+        c->pos++;
+        if (cur(c)->t != T_NAME)
+            perr(c, TXC_ERR_FORMAT, cur(c)->line, "tag name expected, got '%s'", tok_desc(cur(c)));
+        const char *kw = cur(c)->s;
+        int line = cur(c)->line;
+        c->pos++;
+        if (ends) {
+            bool hit = false;
+            for (int k = 0; ends[k]; k++)
+                if (!strcmp(kw, ends[k]))
+                    hit = true;
+            if (hit) {
+                *which = kw;
+                break;
+            }
+        }
+        if (!strncmp(kw, "end", 3) || !strcmp(kw, "elif") || !strcmp(kw, "else"))
+            perr(c, TXC_ERR_FORMAT, line, "Encountered unexpected tag '%s'%s", kw,
+                 ends ? "" : " (no block is open)");
+        nl_push(c, &body, parse_stmt(c, kw, line));
+    }
+    c->depth--;
+    *count = body.n;
+    return body.v;
+}
+
+txc_status ct_parse(txc_chat_template *t, const char *src, size_t len)
+{
+    pctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return txc_error(TXC_ERR_NOMEM, "out of memory");
+    c->t = t;
+    c->ar = &t->arena;
+    t->arena.fail = &c->fail;
+    txc_status st = TXC_OK;
+    if (setjmp(c->fail)) {
+        st = txc_last_status() != TXC_OK ? txc_last_status() : TXC_ERR_INTERNAL;
+        goto out;
+    }
+    /* newlines to "\n", one trailing newline dropped (keep_trailing_newline=False) */
+    char *norm = ct_alloc(c->ar, len + 1);
+    size_t k = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (src[i] == '\r') {
+            norm[k++] = '\n';
+            if (i + 1 < len && src[i + 1] == '\n')
+                i++;
+        } else {
+            norm[k++] = src[i];
+        }
+    }
+    if (k > 0 && norm[k - 1] == '\n')
+        k--;
+    norm[k] = '\0';
+    c->src = norm;
+    c->len = k;
+    lex(c);
+    const char *which = NULL;
+    t->body = parse_body(c, NULL, &t->nbody, &which);
+out:
+    t->arena.fail = NULL;
+    free(c->toks);
+    free(c);
+    return st;
+}

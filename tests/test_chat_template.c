@@ -1,0 +1,500 @@
+/* Chat templates (txc/chat_template.h) against transformers:
+ * tests/fixtures/chat_templates.json, written by
+ * scripts/gen_chat_template_fixtures.py, holds every conversation of a fixed
+ * set rendered by apply_chat_template for each real template in
+ * ../shared/tokenizers (text byte for byte, or the exception the template
+ * raised) with the ids of apply_chat_template(tokenize=True), and small
+ * templates exercising the Jinja subset rendered in transformers' Jinja
+ * environment. Also: the one-BOS trap (the rendered text tokenized without
+ * the post-processor gives transformers' ids, one BOS), syntax errors,
+ * unsupported constructs, guards, and loading from a folder. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "txc/chat_template.h"
+#include "txc/tokenizer.h"
+
+static cJSON *fixtures;
+
+static int setup(void **state)
+{
+    (void)state;
+    fixtures = tu_load_json("tests/fixtures/chat_templates.json");
+    return fixtures ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    cJSON_Delete(fixtures);
+    return 0;
+}
+
+/* messages of a fixture case (role/content strings point into the JSON) */
+static txc_chat_message *case_messages(const cJSON *c, size_t *n)
+{
+    const cJSON *msgs = cJSON_GetObjectItem(c, "messages");
+    *n = (size_t)cJSON_GetArraySize(msgs);
+    txc_chat_message *m = calloc(*n ? *n : 1, sizeof *m);
+    assert_non_null(m);
+    size_t i = 0;
+    for (const cJSON *e = msgs->child; e; e = e->next, i++) {
+        m[i].role = cJSON_GetObjectItem(e, "role")->valuestring;
+        const cJSON *ct = cJSON_GetObjectItem(e, "content");
+        m[i].content = cJSON_IsString(ct) ? ct->valuestring : NULL;
+    }
+    return m;
+}
+
+static void set_vars(txc_chat_template *t, const cJSON *vars)
+{
+    for (const cJSON *v = vars ? vars->child : NULL; v; v = v->next) {
+        char *js = cJSON_PrintUnformatted(v);
+        assert_non_null(js);
+        txc_status st = txc_chat_template_set_var_json(t, v->string, js);
+        free(js);
+        assert_int_equal(st, TXC_OK);
+    }
+}
+
+/* Render case `c` with `t`; compare with "expected" or the "error". Returns
+ * 1 on a match (else prints why); *text gets the rendering when it matched
+ * an expected text. */
+static int check_case(const char *what, txc_chat_template *t, const cJSON *c, char **text, size_t *text_len)
+{
+    size_t n;
+    txc_chat_message *m = case_messages(c, &n);
+    bool gen = cJSON_IsTrue(cJSON_GetObjectItem(c, "add_generation_prompt"));
+    char *out = NULL;
+    size_t len = 0;
+    txc_clear_error();
+    txc_status st = txc_chat_template_render(t, m, n, gen, &out, &len);
+    free(m);
+    const cJSON *exp = cJSON_GetObjectItem(c, "expected");
+    const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
+    int ok = 0;
+    if (cJSON_IsString(exp)) {
+        if (st != TXC_OK) {
+            print_error("%s / %s (gen=%d): %s %s\n", what, name, gen, txc_status_name(st), txc_last_error());
+        } else if (len != strlen(exp->valuestring) || memcmp(out, exp->valuestring, len) != 0) {
+            print_error("%s / %s (gen=%d): rendered\n---\n%s\n--- expected\n%s\n---\n", what, name, gen, out,
+                        exp->valuestring);
+        } else {
+            ok = 1;
+        }
+    } else {
+        const char *etype = cJSON_GetObjectItem(c, "error")->valuestring;
+        const char *emsg = cJSON_GetObjectItem(c, "message")->valuestring;
+        if (st == TXC_OK) {
+            print_error("%s / %s (gen=%d): rendered, want %s: %s\n", what, name, gen, etype, emsg);
+        } else if (out != NULL) {
+            print_error("%s / %s: *out not NULL on error\n", what, name);
+        } else if (!strcmp(etype, "TemplateError") || !strcmp(etype, "ValueError")) {
+            /* raise_exception / the empty conversation: TXC_ERR_INVALID with the message itself */
+            if (st != TXC_ERR_INVALID || strcmp(txc_last_error(), emsg) != 0)
+                print_error("%s / %s: got %s \"%s\", want TXC_ERR_INVALID \"%s\"\n", what, name,
+                            txc_status_name(st), txc_last_error(), emsg);
+            else
+                ok = 1;
+        } else if (st != TXC_ERR_INVALID) { /* UndefinedError, TypeError, OverflowError */
+            print_error("%s / %s: got %s \"%s\", want TXC_ERR_INVALID (%s: %s)\n", what, name,
+                        txc_status_name(st), txc_last_error(), etype, emsg);
+        } else {
+            ok = 1;
+        }
+    }
+    if (ok && text) {
+        *text = out;
+        *text_len = len;
+    } else {
+        free(out);
+    }
+    return ok;
+}
+
+static int count_id(const int32_t *ids, size_t n, int32_t id)
+{
+    int k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += ids[i] == id;
+    return k;
+}
+
+static bool ids_equal(const int32_t *ids, size_t n, const cJSON *want)
+{
+    if (n != (size_t)cJSON_GetArraySize(want))
+        return false;
+    size_t i = 0;
+    for (const cJSON *e = want->child; e; e = e->next, i++)
+        if (ids[i] != (int32_t)e->valuedouble)
+            return false;
+    return true;
+}
+
+/* Every real template, every conversation: byte-exact; and the one-BOS trap. */
+static void test_real_templates(void **state)
+{
+    (void)state;
+    int total = 0, passed = 0, texts = 0, ids_checked = 0, ids_tokenizer_diff = 0, one_bos = 0, with_template = 0;
+    const cJSON *chats = cJSON_GetObjectItem(fixtures, "chats");
+    for (const cJSON *tk = chats->child; tk; tk = tk->next) {
+        const char *name = cJSON_GetObjectItem(tk, "tokenizer")->valuestring;
+        const char *dir = tu_path("%s/tokenizers/%s", tu_shared_dir(), name);
+        txc_chat_template *t = NULL;
+        txc_clear_error();
+        txc_status st = txc_chat_template_load(dir, &t);
+        if (!cJSON_IsTrue(cJSON_GetObjectItem(tk, "has_template"))) {
+            /* a folder without a template: the clear error */
+            assert_int_equal(st, TXC_ERR_UNSUPPORTED);
+            assert_null(t);
+            assert_non_null(strstr(txc_last_error(), "has no chat_template"));
+            continue;
+        }
+        with_template++;
+        if (st)
+            print_error("%s: %s %s\n", name, txc_status_name(st), txc_last_error());
+        assert_int_equal(st, TXC_OK);
+        txc_tokenizer *tok = NULL;
+        assert_int_equal(txc_tokenizer_load(dir, &tok), TXC_OK);
+        const cJSON *bos_id_j = cJSON_GetObjectItem(tk, "bos_id");
+        const cJSON *bos_tok_j = cJSON_GetObjectItem(tk, "bos_token");
+        for (const cJSON *c = cJSON_GetObjectItem(tk, "cases")->child; c; c = c->next) {
+            total++;
+            /* kwargs (enable_thinking...) as variables; reset those of the previous case */
+            assert_int_equal(txc_chat_template_set_var_json(t, "enable_thinking", NULL), TXC_OK);
+            set_vars(t, cJSON_GetObjectItem(c, "kwargs"));
+            char *text = NULL;
+            size_t len = 0;
+            int ok = check_case(name, t, c, &text, &len);
+            const cJSON *want = cJSON_GetObjectItem(c, "ids");
+            const cJSON *crate = cJSON_GetObjectItem(c, "crate_ids");
+            if (ok && text && want) {
+                texts++;
+                int32_t *ids = NULL;
+                size_t nids = 0;
+                assert_int_equal(txc_tokenizer_encode(tok, text, len, false, &ids, &nids), TXC_OK);
+                /* txc's tokenizer follows tokenizer.json as the `tokenizers` crate runs it */
+                if (!ids_equal(ids, nids, crate)) {
+                    print_error("%s / %s: ids differ from the tokenizers crate's\n", name,
+                                cJSON_GetObjectItem(c, "name")->valuestring);
+                    ok = 0;
+                }
+                /* transformers' ids: the same, except where transformers 5 rebuilds a
+                 * Llama-2-style tokenizer differently from its tokenizer.json (then the
+                 * crate's ids differ from transformers' too) */
+                if (ids_equal(ids, nids, want))
+                    ids_checked++;
+                else if (ids_equal(ids, nids, crate))
+                    ids_tokenizer_diff++;
+                /* the template writes the BOS itself: exactly one, first */
+                if (cJSON_IsNumber(bos_id_j) && cJSON_IsString(bos_tok_j) &&
+                    !strncmp(text, bos_tok_j->valuestring, strlen(bos_tok_j->valuestring))) {
+                    int32_t bos = (int32_t)bos_id_j->valuedouble;
+                    if (nids == 0 || ids[0] != bos || count_id(ids, nids, bos) != 1) {
+                        print_error("%s / %s: want exactly one BOS (%d) at the start\n", name,
+                                    cJSON_GetObjectItem(c, "name")->valuestring, bos);
+                        ok = 0;
+                    } else {
+                        one_bos++;
+                    }
+                    /* and the trap itself: with the post-processor's special tokens, a
+                     * template that adds BOS gets two */
+                    int32_t *ids2 = NULL;
+                    size_t n2 = 0;
+                    assert_int_equal(txc_tokenizer_encode(tok, text, len, true, &ids2, &n2), TXC_OK);
+                    if (n2 > nids && count_id(ids2, n2, bos) != 2)
+                        print_error("%s: note: add_special_tokens=true gave %d BOS\n", name, count_id(ids2, n2, bos));
+                    free(ids2);
+                }
+                free(ids);
+            }
+            free(text);
+            passed += ok;
+        }
+        txc_tokenizer_free(tok);
+        txc_chat_template_free(t);
+    }
+    printf("chat templates: %d/%d fixture renderings identical to transformers (%d templates); "
+           "txc's ids = transformers' for %d, = the tokenizers crate's (transformers 5 retokenizes "
+           "Llama-2-style vocabularies) for %d; %d with exactly one BOS, first\n",
+           passed, total, with_template, ids_checked, ids_tokenizer_diff, one_bos);
+    assert_int_equal(with_template, 6);
+    assert_int_equal(passed, total);
+    assert_int_equal(ids_checked + ids_tokenizer_diff, texts);
+    assert_true(total > 200);
+}
+
+/* The Jinja subset: small templates rendered in transformers' environment. */
+static void test_jinja_subset(void **state)
+{
+    (void)state;
+    int total = 0, passed = 0;
+    const cJSON *cases = cJSON_GetObjectItem(fixtures, "jinja");
+    for (const cJSON *c = cases->child; c; c = c->next) {
+        total++;
+        const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
+        const char *src = cJSON_GetObjectItem(c, "template")->valuestring;
+        txc_chat_template *t = NULL;
+        txc_clear_error();
+        txc_status st = txc_chat_template_parse(src, strlen(src), &t);
+        if (st) {
+            print_error("jinja %s: parse: %s %s\n", name, txc_status_name(st), txc_last_error());
+            continue;
+        }
+        set_vars(t, cJSON_GetObjectItem(c, "vars"));
+        passed += check_case("jinja", t, c, NULL, NULL);
+        txc_chat_template_free(t);
+    }
+    printf("jinja subset: %d/%d cases identical to jinja2\n", passed, total);
+    assert_int_equal(passed, total);
+}
+
+/* ---- errors ---------------------------------------------------------------- */
+static void expect_parse_error(const char *src, txc_status want, const char *substr)
+{
+    txc_chat_template *t = (txc_chat_template *)1;
+    txc_clear_error();
+    txc_status st = txc_chat_template_parse(src, strlen(src), &t);
+    if (st != want || !strstr(txc_last_error(), substr))
+        print_error("template %s: got %s \"%s\", want %s containing \"%s\"\n", src, txc_status_name(st),
+                    txc_last_error(), txc_status_name(want), substr);
+    assert_int_equal(st, want);
+    assert_null(t);
+    assert_non_null(strstr(txc_last_error(), substr));
+}
+
+static void expect_render_error(const char *src, txc_status want, const char *substr)
+{
+    txc_chat_template *t = NULL;
+    txc_clear_error();
+    txc_status st = txc_chat_template_parse(src, strlen(src), &t);
+    if (st)
+        print_error("template %s: %s\n", src, txc_last_error());
+    assert_int_equal(st, TXC_OK);
+    txc_chat_message m = {"user", "hi"};
+    char *out = (char *)1;
+    size_t len = 7;
+    txc_clear_error();
+    st = txc_chat_template_render(t, &m, 1, false, &out, &len);
+    if (st != want || !strstr(txc_last_error(), substr))
+        print_error("template %s: got %s \"%s\", want %s containing \"%s\"\n", src, txc_status_name(st),
+                    txc_last_error(), txc_status_name(want), substr);
+    assert_int_equal(st, want);
+    assert_null(out);
+    assert_int_equal(len, 0);
+    assert_non_null(strstr(txc_last_error(), substr));
+    txc_chat_template_free(t);
+}
+
+static char *render1(const char *src, bool gen)
+{
+    txc_chat_template *t = NULL;
+    txc_clear_error();
+    txc_status st = txc_chat_template_parse(src, strlen(src), &t);
+    if (st)
+        print_error("template %s: %s\n", src, txc_last_error());
+    assert_int_equal(st, TXC_OK);
+    txc_chat_message m[2] = {{"user", "hi"}, {"assistant", NULL}};
+    char *out = NULL;
+    size_t len = 0;
+    st = txc_chat_template_render(t, m, 2, gen, &out, &len);
+    if (st)
+        print_error("template %s: %s\n", src, txc_last_error());
+    assert_int_equal(st, TXC_OK);
+    assert_int_equal(strlen(out), len);
+    txc_chat_template_free(t);
+    return out;
+}
+
+static void test_syntax_errors(void **state)
+{
+    (void)state;
+    expect_parse_error("line one\n{% if x %}\nno end", TXC_ERR_FORMAT, "endif");
+    expect_parse_error("a\nb\n{{ x + }}", TXC_ERR_FORMAT, "line 3");
+    expect_parse_error("{{ x ", TXC_ERR_FORMAT, "line 1");
+    expect_parse_error("ok\n{% for x in y %}", TXC_ERR_FORMAT, "endfor");
+    expect_parse_error("{% endif %}", TXC_ERR_FORMAT, "unexpected tag 'endif'");
+    expect_parse_error("{% if a %}{% endfor %}", TXC_ERR_FORMAT, "endfor");
+    expect_parse_error("\n\n{% frobnicate %}", TXC_ERR_FORMAT, "line 3: Encountered unknown tag 'frobnicate'");
+    expect_parse_error("{# never closed", TXC_ERR_FORMAT, "comment");
+    expect_parse_error("{{ 'unterminated }}", TXC_ERR_FORMAT, "unterminated string");
+    expect_parse_error("{{ a ) }}", TXC_ERR_FORMAT, "unexpected ')'");
+    expect_parse_error("{{ a $ b }}", TXC_ERR_FORMAT, "unexpected char");
+    expect_parse_error("{% set %}", TXC_ERR_FORMAT, "expected a name");
+    expect_parse_error("{{ }}", TXC_ERR_FORMAT, "expected an expression");
+    expect_parse_error("{{ x is }}", TXC_ERR_FORMAT, "test name");
+    expect_parse_error("{% macro m(a=1, b) %}{% endmacro %}", TXC_ERR_FORMAT, "non-default");
+    expect_parse_error("{{ '\\x4' }}", TXC_ERR_FORMAT, "escape");
+}
+
+static void test_unsupported(void **state)
+{
+    (void)state;
+    expect_parse_error("{{ x | frobnicate }}", TXC_ERR_UNSUPPORTED, "filter 'frobnicate' is not supported");
+    expect_parse_error("\n{{ x is frobnicated }}", TXC_ERR_UNSUPPORTED, "line 2: test 'frobnicated'");
+    expect_parse_error("{% include 'x.j2' %}", TXC_ERR_UNSUPPORTED, "include");
+    expect_parse_error("{% extends 'x.j2' %}", TXC_ERR_UNSUPPORTED, "extends");
+    expect_parse_error("{% call m() %}{% endcall %}", TXC_ERR_UNSUPPORTED, "call");
+    expect_parse_error("{% raw %}{{ x }}{% endraw %}", TXC_ERR_UNSUPPORTED, "raw");
+    expect_parse_error("{% for x in y recursive %}{% endfor %}", TXC_ERR_UNSUPPORTED, "recursive");
+    expect_parse_error("{{ f(*args) }}", TXC_ERR_UNSUPPORTED, "*args");
+    expect_render_error("{{ 'a'.zfill(3) }}", TXC_ERR_UNSUPPORTED, "zfill");
+    expect_render_error("{{ 'a %s' % 1 }}", TXC_ERR_UNSUPPORTED, "formatting");
+    expect_render_error("{{ messages.append(1) }}", TXC_ERR_UNSUPPORTED, "append");
+    expect_render_error("{{ 9223372036854775807 + 1 }}", TXC_ERR_UNSUPPORTED, "overflow");
+    expect_render_error("{{ ('<' | safe) + 'x' }}", TXC_ERR_UNSUPPORTED, "Markup");
+    expect_render_error("{{ x | dictsort }}", TXC_ERR_UNSUPPORTED, "dictsort");
+    expect_render_error("{{ joiner() }}", TXC_ERR_UNSUPPORTED, "joiner");
+    expect_render_error("{{ messages[0] | tojson(ensure_ascii=true) }}", TXC_ERR_UNSUPPORTED, "ensure_ascii");
+}
+
+static void test_render_errors(void **state)
+{
+    (void)state;
+    expect_render_error("{{ raise_exception('Only user and assistant roles are supported!') }}", TXC_ERR_INVALID,
+                        "Only user and assistant roles are supported!");
+    assert_string_equal(txc_last_error(), "Only user and assistant roles are supported!");
+    expect_render_error("\n{{ nope.attr }}", TXC_ERR_INVALID, "line 2: 'nope' is undefined");
+    expect_render_error("{{ messages[0].missing.x }}", TXC_ERR_INVALID, "has no attribute 'missing'");
+    expect_render_error("{{ 1 + 'a' }}", TXC_ERR_INVALID, "unsupported operand");
+    expect_render_error("{{ 1 // 0 }}", TXC_ERR_INVALID, "by zero");
+    expect_render_error("{{ 'a' < 1 }}", TXC_ERR_INVALID, "not supported between");
+    expect_render_error("{% for a, b in [1] %}{% endfor %}", TXC_ERR_INVALID, "not iterable");
+    expect_render_error("{% set x = 1 %}{% set x.y = 2 %}", TXC_ERR_INVALID, "non-namespace");
+    expect_render_error("{% set ns = namespace() %}{% set ns._x = 2 %}", TXC_ERR_INVALID, "underscore");
+    expect_render_error("{{ range(200000) }}", TXC_ERR_INVALID, "MAX_RANGE");
+    expect_render_error("{{ 1 | tojson }}{{ nope | tojson }}", TXC_ERR_INVALID, "not JSON serializable");
+    /* guards: recursion and output size */
+    expect_render_error("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", TXC_ERR_CAPACITY, "deeper than");
+    expect_render_error("{% for i in range(100000) %}{% for j in range(100000) %}xxxxxxxxxxxxxxxx"
+                        "{% endfor %}{% endfor %}",
+                        TXC_ERR_CAPACITY, "MiB");
+    expect_render_error("{{ 'x' * 100000000000 }}", TXC_ERR_CAPACITY, "MiB");
+    /* a deeply nested template is refused while parsing, not by the C stack */
+    size_t depth = 5000;
+    char *deep = malloc(depth * 2 + 16);
+    assert_non_null(deep);
+    size_t k = 0;
+    k += (size_t)sprintf(deep + k, "{{ ");
+    for (size_t i = 0; i < depth; i++)
+        deep[k++] = '(';
+    deep[k++] = '1';
+    for (size_t i = 0; i < depth; i++)
+        deep[k++] = ')';
+    k += (size_t)sprintf(deep + k, " }}");
+    expect_parse_error(deep, TXC_ERR_UNSUPPORTED, "nesting deeper");
+    free(deep);
+}
+
+static void test_api(void **state)
+{
+    (void)state;
+    txc_chat_template *t = NULL;
+    const char *src = "{{ bos_token }}{% for m in messages %}[{{ m.role }}:{{ m.content }}]{% endfor %}"
+                      "{% if add_generation_prompt %}GEN{% endif %}{{ eos_token is defined }}{{ date_string }}";
+    assert_int_equal(txc_chat_template_parse(src, strlen(src), &t), TXC_OK);
+    assert_int_equal(txc_chat_template_set_token(t, "bos_token", "<s>"), TXC_OK);
+    assert_int_equal(txc_chat_template_set_token(t, "frob_token", "x"), TXC_ERR_INVALID);
+    assert_int_equal(txc_chat_template_set_var_json(t, "date_string", "\"26 Jul 2024\""), TXC_OK);
+    assert_int_equal(txc_chat_template_set_var_json(t, "messages", "[]"), TXC_ERR_INVALID);
+    assert_int_equal(txc_chat_template_set_var_json(t, "bad name", "1"), TXC_ERR_INVALID);
+    assert_int_equal(txc_chat_template_set_var_json(t, "x", "{not json"), TXC_ERR_INVALID);
+    txc_chat_message m[2] = {{"user", "a"}, {"assistant", "b"}};
+    char *out = NULL;
+    size_t len = 0;
+    assert_int_equal(txc_chat_template_render(t, m, 2, true, &out, &len), TXC_OK);
+    assert_string_equal(out, "<s>[user:a][assistant:b]GENFalse26 Jul 2024");
+    free(out);
+    assert_int_equal(txc_chat_template_set_token(t, "bos_token", NULL), TXC_OK);
+    assert_int_equal(txc_chat_template_set_token(t, "eos_token", "</s>"), TXC_OK);
+    assert_int_equal(txc_chat_template_set_var_json(t, "date_string", NULL), TXC_OK);
+    assert_int_equal(txc_chat_template_render(t, m, 1, false, &out, &len), TXC_OK);
+    assert_string_equal(out, "[user:a]True");
+    free(out);
+    out = (char *)1;
+    assert_int_equal(txc_chat_template_render(t, m, 0, false, &out, &len), TXC_ERR_INVALID);
+    assert_null(out);
+    txc_chat_message bad = {NULL, "x"};
+    assert_int_equal(txc_chat_template_render(t, &bad, 1, false, &out, &len), TXC_ERR_INVALID);
+    txc_chat_template_free(t);
+    txc_chat_template_free(NULL);
+    /* content NULL: the key is absent, as transformers drops None values */
+    char *r = render1("{% for m in messages %}{{ m.content is defined }}{% endfor %}", false);
+    assert_string_equal(r, "TrueFalse");
+    free(r);
+    /* strftime_now renders the local date (not compared with a fixture: it is the clock) */
+    r = render1("{{ strftime_now('%Y') | length }}", false);
+    assert_string_equal(r, "4");
+    free(r);
+}
+
+static void test_load_folders(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    txc_chat_template *t = NULL;
+    /* no tokenizer_config.json at all */
+    txc_clear_error();
+    assert_int_equal(txc_chat_template_load(dir, &t), TXC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(txc_last_error(), "has no chat_template in tokenizer_config.json or chat_template.jinja"));
+    /* the list form with a "default" entry and AddedToken objects */
+    const char *cfg = "{\"bos_token\": {\"__type\": \"AddedToken\", \"content\": \"<B>\"}, \"eos_token\": null,"
+                      " \"chat_template\": [{\"name\": \"tool_use\", \"template\": \"TOOLS\"},"
+                      " {\"name\": \"default\", \"template\": \"{{ bos_token }}{{ eos_token }}D\\n\"}]}";
+    assert_int_equal(tu_write_file(tu_path("%s/tokenizer_config.json", dir), cfg, strlen(cfg)), 0);
+    const char *stm = "{\"eos_token\": \"<E>\", \"unk_token\": {\"content\": \"<U>\"}}";
+    assert_int_equal(tu_write_file(tu_path("%s/special_tokens_map.json", dir), stm, strlen(stm)), 0);
+    assert_int_equal(txc_chat_template_load(dir, &t), TXC_OK);
+    txc_chat_message m = {"user", "x"};
+    char *out = NULL;
+    size_t len;
+    assert_int_equal(txc_chat_template_render(t, &m, 1, false, &out, &len), TXC_OK);
+    assert_string_equal(out, "<B><E>D");
+    free(out);
+    txc_chat_template_free(t);
+    /* chat_template.jinja takes priority */
+    const char *jinja = "J{{ messages[0].content }}{{ unk_token }}\n";
+    assert_int_equal(tu_write_file(tu_path("%s/chat_template.jinja", dir), jinja, strlen(jinja)), 0);
+    assert_int_equal(txc_chat_template_load(dir, &t), TXC_OK);
+    assert_int_equal(txc_chat_template_render(t, &m, 1, false, &out, &len), TXC_OK);
+    assert_string_equal(out, "Jx<U>");
+    free(out);
+    txc_chat_template_free(t);
+    /* a broken template in the .jinja: the syntax error */
+    const char *broken = "{% if %}";
+    assert_int_equal(tu_write_file(tu_path("%s/chat_template.jinja", dir), broken, strlen(broken)), 0);
+    txc_clear_error();
+    assert_int_equal(txc_chat_template_load(dir, &t), TXC_ERR_FORMAT);
+    assert_null(t);
+    /* a malformed config */
+    remove(tu_path("%s/chat_template.jinja", dir));
+    assert_int_equal(tu_write_file(tu_path("%s/tokenizer_config.json", dir), "{oops", 5), 0);
+    assert_int_equal(txc_chat_template_load(dir, &t), TXC_ERR_FORMAT);
+    const char *wrong = "{\"chat_template\": 5}";
+    assert_int_equal(tu_write_file(tu_path("%s/tokenizer_config.json", dir), wrong, strlen(wrong)), 0);
+    txc_clear_error();
+    assert_int_equal(txc_chat_template_load(dir, &t), TXC_ERR_FORMAT);
+    assert_non_null(strstr(txc_last_error(), "a number"));
+    const char *nodefault = "{\"chat_template\": [{\"name\": \"rag\", \"template\": \"x\"}]}";
+    assert_int_equal(tu_write_file(tu_path("%s/tokenizer_config.json", dir), nodefault, strlen(nodefault)), 0);
+    assert_int_equal(txc_chat_template_load(dir, &t), TXC_ERR_UNSUPPORTED);
+    tu_rm_rf(dir);
+    /* missing folder */
+    txc_clear_error();
+    assert_int_equal(txc_chat_template_load("/nonexistent/dir/for/txc", &t), TXC_ERR_UNSUPPORTED);
+    assert_int_equal(txc_chat_template_load(NULL, &t), TXC_ERR_INVALID);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_real_templates), cmocka_unit_test(test_jinja_subset),
+        cmocka_unit_test(test_syntax_errors),  cmocka_unit_test(test_unsupported),
+        cmocka_unit_test(test_render_errors),  cmocka_unit_test(test_api),
+        cmocka_unit_test(test_load_folders),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
