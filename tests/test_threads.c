@@ -164,13 +164,14 @@ static void test_shutdown_joins(void **state)
 }
 
 /* The GEMMs split over threads give the bits of one thread (NT and NN,
- * f32/bf16/f16 B, GEMV and small/large M, odd N and K), at every SIMD level. */
+ * f32/bf16/f16 B, GEMV and small/large M, odd N and K), at every SIMD level
+ * (AMX included). */
 static void test_gemm_bit_identical(void **state)
 {
     (void)state;
-    const int64_t Ms[] = {1, 3, 7}, Ns[] = {1000, 77, 4099}, Ks[] = {64, 333};
+    const int64_t Ms[] = {1, 3, 37}, Ns[] = {1000, 77, 4099}, Ks[] = {64, 333};
     const txc_dtype dts[] = {TXC_F32, TXC_BF16, TXC_F16};
-    const int64_t maxn = 4099, maxk = 333, maxm = 7;
+    const int64_t maxn = 4099, maxk = 333, maxm = 37;
     float *A = malloc(sizeof(float) * maxm * maxk), *Bf = malloc(sizeof(float) * maxn * maxk);
     uint16_t *Bh = malloc(2 * maxn * maxk);
     float *C1 = malloc(sizeof(float) * maxm * maxn), *C2 = malloc(sizeof(float) * maxm * maxn);
@@ -179,7 +180,7 @@ static void test_gemm_bit_identical(void **state)
         A[i] = (float)((r = r * 1664525u + 1013904223u) >> 8) / (float)(1 << 24) - 0.5f;
     for (int64_t i = 0; i < maxn * maxk; i++)
         Bf[i] = (float)((r = r * 1664525u + 1013904223u) >> 8) / (float)(1 << 24) - 0.5f;
-    for (int level = 0; level <= 2; level++) {
+    for (int level = 0; level <= 3; level++) { /* 3: bf16 B with M > 4 on AMX */
         txc_kern_set_simd_level(level);
         for (size_t d = 0; d < 3; d++) {
             const void *B = Bf;
