@@ -1,10 +1,13 @@
 /*
  * txc/array.h — storages and arrays (the core layer's backend buffers).
  *
- * A txc_storage is a refcounted block of bytes of one of three kinds:
+ * A txc_storage is a refcounted block of bytes of one of four kinds:
  *   - OWNED:    allocated by the backend (txc_backend_alloc), freed with it;
  *   - MMAP:     a read-only mmap of a whole file (safetensors weights);
- *   - EXTERNAL: a caller's buffer, released through the caller's deleter.
+ *   - EXTERNAL: a caller's buffer, released through the caller's deleter;
+ *   - ANON:     anonymous memory of its own mapping (weights copied out of
+ *               their file, `--no-mmap`), optionally on transparent huge
+ *               pages, writable until sealed read-only.
  * A txc_array is a dense, C-contiguous n-d array inside a storage: device,
  * dtype, shape, and a data pointer (storage base + byte offset). Arrays are
  * what the backend computes on; they have no strides (like jax.Array).
@@ -33,6 +36,7 @@ typedef enum txc_storage_kind {
     TXC_STORAGE_OWNED = 0,
     TXC_STORAGE_MMAP = 1,
     TXC_STORAGE_EXTERNAL = 2,
+    TXC_STORAGE_ANON = 3,
 } txc_storage_kind;
 
 typedef struct txc_storage txc_storage;
@@ -50,12 +54,28 @@ txc_storage *txc_storage_mmap_file(const char *path);
  * reference goes (deleter may be NULL: the buffer outlives the storage). */
 txc_storage *txc_storage_from_external(void *data, size_t nbytes,
                                        void (*deleter)(void *ctx, void *data), void *ctx);
+/* `nbytes` of anonymous memory (mmap MAP_PRIVATE | MAP_ANONYMOUS, not
+ * zero-filled by a pass: the kernel's zero pages, faulted in on first
+ * write), its base aligned to 2 MiB. With `hugepages`, madvise(MADV_HUGEPAGE)
+ * is asked before any page is touched, so that a kernel with transparent huge
+ * pages in "madvise" mode backs it with 2 MiB pages (fewer TLB misses when
+ * streaming weights, as llama.cpp's --no-mmap buffers); a kernel that refuses
+ * (no THP: EINVAL) is no error, txc_storage_hugepages() then says false.
+ * Writable until txc_storage_seal. Errors: TXC_ERR_NOMEM (mmap failed),
+ * TXC_ERR_INVALID (nbytes 0). */
+txc_storage *txc_storage_new_anon(size_t nbytes, bool hugepages);
+/* Whether MADV_HUGEPAGE was accepted for an ANON storage (false otherwise). */
+bool txc_storage_hugepages(const txc_storage *s);
+/* Make an ANON storage read-only (mprotect PROT_READ; where the kernel
+ * refuses, it is still reported read-only, so in-place ops refuse it as
+ * they refuse an mmap). TXC_ERR_INVALID for another kind. */
+txc_status txc_storage_seal(txc_storage *s);
 txc_storage *txc_storage_retain(txc_storage *s);
 void txc_storage_release(txc_storage *s);
 void *txc_storage_data(const txc_storage *s);
 size_t txc_storage_size(const txc_storage *s);
 txc_storage_kind txc_storage_get_kind(const txc_storage *s);
-bool txc_storage_is_readonly(const txc_storage *s); /* true for MMAP */
+bool txc_storage_is_readonly(const txc_storage *s); /* true for MMAP and a sealed ANON */
 txc_device txc_storage_device(const txc_storage *s);
 
 /* ---- arrays ------------------------------------------------------------ */

@@ -24,9 +24,10 @@
  *            gelu_new, tied head.
  * The head is lm_head.weight when tie_word_embeddings is false (it must be
  * in the file), else the embedding (an lm_head.weight in the file is then
- * ignored, as transformers ties it). Computation is float32; bf16/f16
- * weights are converted once at load, f32 weights are used in place from
- * the mmap'd safetensors file (zero copy).
+ * ignored, as transformers ties it). Activations are float32; weights
+ * keep their file dtype (f32, bf16, f16) unless converted at load, and live
+ * either in the mmap'd safetensors file (zero copy) or in an anonymous copy
+ * (txc_weights_mode below).
  *
  * The parameters form a named set (transformers' state_dict names), so that
  * later layers (the JIT) can pass them as explicit inputs.
@@ -46,6 +47,42 @@ extern "C" {
 
 typedef struct txc_model txc_model;
 
+/* Where the weights used in place live (those converted at load are copies
+ * anyway):
+ *   MMAP  the read-only mmap of the safetensors file: loading touches no
+ *         weight page (a 1 GB file opens in milliseconds), pages are read on
+ *         first use and are page cache the kernel may evict and re-read;
+ *   COPY  one anonymous, 2 MiB-aligned buffer (madvise(MADV_HUGEPAGE) asked
+ *         before it is touched; refused is no error), filled with memcpy on
+ *         every thread of the pool and then made read-only; the file's
+ *         mapping is dropped (each copied range MADV_DONTNEED as it is done,
+ *         then munmap), so the pages are not counted twice in the RSS.
+ *         llama.cpp's --no-mmap.
+ * DEFAULT is TXC_WEIGHTS_DEFAULT_MODE, the faster of the two on the machine
+ * this was measured on (README, "bench"). */
+typedef enum txc_weights_mode {
+    TXC_WEIGHTS_DEFAULT = 0,
+    TXC_WEIGHTS_MMAP = 1,
+    TXC_WEIGHTS_COPY = 2,
+} txc_weights_mode;
+
+#define TXC_WEIGHTS_DEFAULT_MODE TXC_WEIGHTS_COPY
+
+/* "mmap", "copy"; "memory" for DEFAULT (a model made in memory, e.g.
+ * synthetic, has no file); "?" otherwise. */
+const char *txc_weights_mode_name(txc_weights_mode mode);
+
+/* What loading did with the weights (txc_model_weights_info). */
+typedef struct txc_weights_info {
+    txc_weights_mode mode;  /* MMAP or COPY; DEFAULT for a model not loaded from files */
+    size_t param_bytes;     /* bytes of all parameters in memory (numel * dtype size) */
+    size_t file_bytes;      /* of those, the bytes used in place from the file (MMAP) or copied
+                               out of it (COPY); the rest were converted (or unaligned) at load */
+    bool hugepages;         /* COPY: MADV_HUGEPAGE was accepted */
+    double copy_ms;         /* COPY: wall time of the copy */
+    double load_ms;         /* wall time of txc_model_load (the copy included) */
+} txc_weights_info;
+
 typedef struct txc_model_options {
     txc_env *env; /* NULL: the active env */
     /* The weights in memory: by default each keeps its file dtype (f32,
@@ -56,10 +93,15 @@ typedef struct txc_model_options {
      * accumulation. */
     bool convert_dtype;
     txc_dtype dtype;
+    /* Where the weights used in place live (DEFAULT: TXC_WEIGHTS_DEFAULT_MODE). */
+    txc_weights_mode weights;
+    /* COPY: do not ask for transparent huge pages. */
+    bool no_hugepages;
 } txc_model_options;
 
 /* Load a Hugging Face model folder: config.json, model.safetensors (or a
  * sharded model.safetensors.index.json). Errors (one line each):
+ *   TXC_ERR_INVALID     opts->weights or opts->dtype out of range;
  *   TXC_ERR_IO          folder or files missing/unreadable;
  *   TXC_ERR_FORMAT      corrupt or truncated files, a tensor missing, or a
  *                       tensor whose shape disagrees with config.json
@@ -75,6 +117,8 @@ typedef struct txc_model_options {
  *                       tensor dtypes other than f32/f16/bf16. */
 txc_status txc_model_load(const char *model_dir, const txc_model_options *opts, txc_model **out);
 void txc_model_free(txc_model *model);
+/* What loading did with the weights (see txc_weights_info). */
+txc_weights_info txc_model_weights_info(const txc_model *model);
 
 const txc_hf_config *txc_model_config(const txc_model *model);
 txc_env *txc_model_env(const txc_model *model);

@@ -17,7 +17,15 @@ struct txc_storage {
     size_t nbytes;
     void (*deleter)(void *ctx, void *data);
     void *ctx;
+    void *map;       /* ANON: the whole mapping (data is inside it, 2 MiB aligned) */
+    size_t map_size;
+    bool huge;       /* ANON: MADV_HUGEPAGE accepted */
+    bool sealed;     /* ANON: read-only */
 };
+
+static bool fail_madvise; /* tests */
+
+void txc_impl_test_fail_madvise(bool fail) { fail_madvise = fail; }
 
 static txc_storage *storage_alloc(void)
 {
@@ -97,6 +105,64 @@ txc_storage *txc_storage_from_external(void *data, size_t nbytes, void (*deleter
     return s;
 }
 
+#define ANON_ALIGN ((size_t)2 << 20) /* one x86-64 huge page */
+
+txc_storage *txc_storage_new_anon(size_t nbytes, bool hugepages)
+{
+    if (nbytes == 0) {
+        txc_error(TXC_ERR_INVALID, "txc_storage_new_anon: 0 bytes");
+        return NULL;
+    }
+    if (nbytes > SIZE_MAX - 2 * ANON_ALIGN) {
+        txc_error(TXC_ERR_NOMEM, "out of memory (%zu bytes of anonymous memory)", nbytes);
+        return NULL;
+    }
+    /* Map an extra 2 MiB and trim both ends so that the base is aligned
+     * (huge pages need 2 MiB-aligned virtual ranges). */
+    size_t len = (nbytes + ANON_ALIGN - 1) / ANON_ALIGN * ANON_ALIGN;
+    size_t map_size = len + ANON_ALIGN;
+    char *p = mmap(NULL, map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        txc_error(TXC_ERR_NOMEM, "out of memory (%zu bytes of anonymous memory: %s)", nbytes, strerror(errno));
+        return NULL;
+    }
+    char *base = (char *)(((uintptr_t)p + ANON_ALIGN - 1) & ~(uintptr_t)(ANON_ALIGN - 1));
+    size_t head = (size_t)(base - p), tail = map_size - head - len;
+    if (head)
+        munmap(p, head);
+    if (tail)
+        munmap(base + len, tail);
+    bool huge = false;
+#ifdef MADV_HUGEPAGE
+    if (hugepages)
+        huge = !fail_madvise && madvise(base, len, MADV_HUGEPAGE) == 0; /* refused: small pages, still correct */
+#endif
+    txc_storage *s = storage_alloc();
+    if (!s) {
+        munmap(base, len);
+        return NULL;
+    }
+    s->kind = TXC_STORAGE_ANON;
+    s->device = TXC_CPU;
+    s->data = base;
+    s->nbytes = nbytes;
+    s->map = base;
+    s->map_size = len;
+    s->huge = huge;
+    return s;
+}
+
+bool txc_storage_hugepages(const txc_storage *s) { return s && s->kind == TXC_STORAGE_ANON && s->huge; }
+
+txc_status txc_storage_seal(txc_storage *s)
+{
+    if (!s || s->kind != TXC_STORAGE_ANON)
+        return txc_error(TXC_ERR_INVALID, "txc_storage_seal: not an anonymous storage");
+    (void)mprotect(s->map, s->map_size, PROT_READ); /* refused: still reported read-only */
+    s->sealed = true;
+    return TXC_OK;
+}
+
 txc_storage *txc_storage_retain(txc_storage *s)
 {
     if (s)
@@ -114,6 +180,7 @@ void txc_storage_release(txc_storage *s)
         if (s->data)
             munmap(s->data, s->nbytes);
         break;
+    case TXC_STORAGE_ANON: munmap(s->map, s->map_size); break;
     case TXC_STORAGE_EXTERNAL:
         if (s->deleter)
             s->deleter(s->ctx, s->data);
@@ -125,7 +192,7 @@ void txc_storage_release(txc_storage *s)
 void *txc_storage_data(const txc_storage *s) { return s->data; }
 size_t txc_storage_size(const txc_storage *s) { return s->nbytes; }
 txc_storage_kind txc_storage_get_kind(const txc_storage *s) { return s->kind; }
-bool txc_storage_is_readonly(const txc_storage *s) { return s->kind == TXC_STORAGE_MMAP; }
+bool txc_storage_is_readonly(const txc_storage *s) { return s->kind == TXC_STORAGE_MMAP || s->sealed; }
 txc_device txc_storage_device(const txc_storage *s) { return s->device; }
 
 int64_t txc_shape_numel(int ndim, const int64_t *shape)

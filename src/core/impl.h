@@ -53,4 +53,9 @@ static inline void txc_impl_contiguous_strides(int ndim, const int64_t *shape, i
 txc_tensor *txc_impl_tensor_new(txc_env *env, txc_array *array, int ndim, const int64_t *shape,
                                 const int64_t *strides, int64_t offset);
 
+/* Tests: make the next txc_storage_new_anon calls see madvise(MADV_HUGEPAGE)
+ * fail (as a kernel without transparent huge pages does), to check that the
+ * copy still works. Not for product code. */
+void txc_impl_test_fail_madvise(bool fail);
+
 #endif

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- the tables (transformers' state_dict names) ----------------------------- */
 
@@ -365,6 +366,8 @@ static void set_windows(txc_model *m)
 txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_model **out)
 {
     *out = NULL;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     txc_model *m = calloc(1, sizeof *m);
     if (!m)
         return txc_error(TXC_ERR_NOMEM, "out of memory (model)");
@@ -377,6 +380,13 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
         }
         m->convert_dtype = true;
         m->weights_dtype = opts->dtype;
+    }
+    txc_weights_mode weights = opts ? opts->weights : TXC_WEIGHTS_DEFAULT;
+    if (weights == TXC_WEIGHTS_DEFAULT)
+        weights = TXC_WEIGHTS_DEFAULT_MODE;
+    if (weights != TXC_WEIGHTS_MMAP && weights != TXC_WEIGHTS_COPY) {
+        free(m);
+        return txc_error(TXC_ERR_INVALID, "model options: weights mode %d is not DEFAULT, MMAP or COPY", (int)weights);
     }
     txc_status s = txc_hf_config_load(dir, &m->config);
     const txc_hf_config *c = &m->config;
@@ -410,6 +420,8 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
     m->env->n_scopes = 0;
     if (s == TXC_OK)
         s = load_weights(m, st);
+    if (s == TXC_OK) /* before the close, so that the file's mapping goes with it */
+        s = txc_model_place_weights(m, weights, !(opts && opts->no_hugepages));
     if (s == TXC_OK && m->arch->rope)
         s = txc_rope_init(&m->rope, c, m->env, m->arch->partial_rotary);
     if (s == TXC_OK && !(m->param_tensors = calloc((size_t)m->n_params + 1, sizeof *m->param_tensors)))
@@ -434,6 +446,9 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
         txc_model_free(m);
         return s;
     }
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    m->weights.load_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
     *out = m;
     return TXC_OK;
 }

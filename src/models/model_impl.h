@@ -129,7 +129,14 @@ struct txc_model {
     int64_t max_positions;      /* see txc_model_max_positions */
     bool convert_dtype;         /* txc_model_options: 2-d weights converted to weights_dtype at load */
     txc_dtype weights_dtype;
+    txc_weights_info weights;   /* see txc_model_weights_info */
 };
+
+/* Where the weights live (weights.c): with mode COPY, move every parameter
+ * whose array is in a file mapping into one anonymous read-only buffer
+ * (the tensors keep their identity: their arrays are swapped), on every
+ * thread; with MMAP leave them. Fills m->weights. */
+txc_status txc_model_place_weights(txc_model *m, txc_weights_mode mode, bool hugepages);
 
 /* The activation of config.hidden_act (silu, gelu, gelu_pytorch_tanh,
  * gelu_new, relu); NULL input passes through. */

@@ -110,9 +110,31 @@ void txc_cli_gen_flags_init(txc_cli_gen_flags *f)
     f->top_k = -1;
 }
 
+bool txc_cli_weights_option(int ch, txc_model_options *o)
+{
+    switch (ch) {
+    case TXC_CLI_OPT_MMAP: o->weights = TXC_WEIGHTS_MMAP; return true;
+    case TXC_CLI_OPT_NO_MMAP: o->weights = TXC_WEIGHTS_COPY; return true;
+    case TXC_CLI_OPT_NO_HUGEPAGES: o->no_hugepages = true; return true;
+    default: return false;
+    }
+}
+
+void txc_cli_print_load(FILE *f, const txc_model *model, double load_ms)
+{
+    txc_weights_info w = txc_model_weights_info(model);
+    fprintf(f, "load: %.1f ms (%s, %.1f MB%s; weights %.1f ms", load_ms, txc_weights_mode_name(w.mode),
+            (double)w.param_bytes / 1e6, w.mode == TXC_WEIGHTS_COPY && w.hugepages ? ", huge pages" : "", w.load_ms);
+    if (w.mode == TXC_WEIGHTS_COPY)
+        fprintf(f, ", of which copy %.1f ms", w.copy_ms);
+    fprintf(f, ")\n");
+}
+
 int txc_cli_gen_option(txc_cli_gen_flags *f, int ch, const char *arg)
 {
     int64_t threads;
+    if (txc_cli_weights_option(ch, &f->mopts))
+        return 1;
     switch (ch) {
     case TXC_CLI_OPT_SAMPLE: f->do_sample = 1; return 1;
     case TXC_CLI_OPT_GREEDY: f->do_sample = 0; return 1;

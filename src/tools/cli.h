@@ -1,6 +1,6 @@
 /* tools/cli.h — what the txc subcommands share: the default model, one-line
  * errors, number parsing, a clock; the generation flags, model loading and
- * token streaming of generate and chat. */
+ * token streaming of generate and chat; where the weights live. */
 #ifndef TXC_TOOLS_CLI_H
 #define TXC_TOOLS_CLI_H
 
@@ -37,6 +37,25 @@ bool txc_cli_parse_int(const char *flag, const char *s, int64_t min, int64_t *ou
 /* A float in [lo, hi] (lo excluded when lo_open); false (one line) otherwise. */
 bool txc_cli_parse_float(const char *flag, const char *s, double lo, bool lo_open, double hi, double *out);
 
+/* ---- where the weights live: --mmap / --no-mmap / --no-hugepages -----------------
+ * txc_weights_mode. In TXC_CLI_GEN_LONGOPTS (generate, chat) already; bench
+ * puts TXC_CLI_WEIGHTS_LONGOPTS in its table and passes every option to
+ * txc_cli_weights_option first: true when it took the option (setting
+ * o->weights / o->no_hugepages; the last of --mmap / --no-mmap wins). */
+enum { TXC_CLI_OPT_MMAP = 0x7700, TXC_CLI_OPT_NO_MMAP, TXC_CLI_OPT_NO_HUGEPAGES };
+#define TXC_CLI_WEIGHTS_LONGOPTS                                                                     \
+    {"mmap", no_argument, 0, TXC_CLI_OPT_MMAP}, {"no-mmap", no_argument, 0, TXC_CLI_OPT_NO_MMAP},      \
+        {"no-hugepages", no_argument, 0, TXC_CLI_OPT_NO_HUGEPAGES}
+#define TXC_CLI_WEIGHTS_HELP                                                                         \
+    "  --mmap, --no-mmap   use the weights in place from the mmap'd safetensors file, or copy\n"      \
+    "                      them into anonymous memory (huge pages; the default: faster decode)\n"   \
+    "  --no-hugepages      with the copy: do not ask for transparent huge pages\n"
+bool txc_cli_weights_option(int ch, txc_model_options *o);
+/* The --verbose line of a load: "load: T ms (copy|mmap, N MB[, huge pages];
+ * weights W ms[, of which copy C ms])", T the whole load (model, tokenizer,
+ * ...), W txc_model_load's share. */
+void txc_cli_print_load(FILE *f, const txc_model *model, double load_ms);
+
 /* ---- the generation flags of generate and chat --------------------------------
  * Decoding (--do-sample, --greedy, --temperature, --top-k, --top-p,
  * --min-p, --repetition-penalty, --seed) and running (--jit, --no-jit,
@@ -58,7 +77,8 @@ enum {
         {"no-jit", no_argument, 0, TXC_CLI_OPT_NO_JIT},                                                   \
         {"compile-cache", required_argument, 0, TXC_CLI_OPT_COMPILE_CACHE},                               \
         {"no-compile-cache", no_argument, 0, TXC_CLI_OPT_NO_COMPILE_CACHE},                               \
-        {"dtype", required_argument, 0, TXC_CLI_OPT_DTYPE}, {"threads", required_argument, 0, TXC_CLI_OPT_THREADS}
+        {"dtype", required_argument, 0, TXC_CLI_OPT_DTYPE}, {"threads", required_argument, 0, TXC_CLI_OPT_THREADS}, \
+        TXC_CLI_WEIGHTS_LONGOPTS
 #define TXC_CLI_GEN_HELP                                                                                  \
     "  --jit, --no-jit     compile the prefill and decode steps into cached plans (default)\n"           \
     "                      or run every op eagerly\n"                                                    \
@@ -68,6 +88,7 @@ enum {
     "  --dtype D           the weights' dtype in memory: f32, bf16 or f16, converted once at\n"          \
     "                      load (default: as stored in the files); activations are f32\n"               \
     "  --threads N         threads (default: $TXC_THREADS, else the CPUs this process may use)\n"        \
+    TXC_CLI_WEIGHTS_HELP                                                                             \
     "Decoding (defaults from generation_config.json, else greedy; flags override it):\n"                 \
     "  --do-sample         sample the next token (transformers' do_sample=True)\n"                       \
     "  --greedy            argmax, even when generation_config.json says do_sample\n"                    \
@@ -88,7 +109,7 @@ typedef struct txc_cli_gen_flags {
     int64_t top_k;          /* -1: not given */
     bool have_seed;
     uint64_t seed;
-    txc_model_options mopts; /* --dtype */
+    txc_model_options mopts; /* --dtype, --mmap / --no-mmap, --no-hugepages */
     const char *compile_cache; /* --compile-cache DIR; "": --no-compile-cache; NULL: the default */
     char default_cache[4096];
 } txc_cli_gen_flags;

@@ -37,7 +37,7 @@ static void usage_generate(FILE *f)
             "                    [--verbose] [--do-sample|--greedy] [--temperature F] [--top-k N]\n"
             "                    [--top-p F] [--min-p F] [--repetition-penalty F] [--seed N]\n"
             "                    [--stop STRING]... [--compile-cache DIR | --no-compile-cache]\n"
-            "                    [--dtype f32|bf16|f16] [--threads N]\n"
+            "                    [--dtype f32|bf16|f16] [--threads N] [--mmap|--no-mmap]\n"
             "\n"
             "Text generation from a Hugging Face model folder (config.json,\n"
             "model.safetensors, tokenizer.json); the continuation is streamed to stdout.\n"
@@ -256,7 +256,7 @@ static int cmd_generate(int argc, char **argv)
                     strcmp(res.stop_reason, "max_cache_len") == 0 ? "; raise --max-cache-len" : "");
         if (verbose) {
             int64_t n_decode = res.n_new > 1 ? res.n_new - 1 : 0;
-            fprintf(stderr, "load: %.1f ms\n", load_ms);
+            txc_cli_print_load(stderr, model, load_ms);
             fprintf(stderr, "prefill: %.2f ms (%zu prompt tokens)\n", res.prefill_ms, n_ids);
             if (n_decode > 0)
                 fprintf(stderr, "decode: %.1f tokens/s (%lld tokens in %.1f ms)\n",
