@@ -5,6 +5,7 @@
  *             [--new-tokens N] [--prompt-tokens N | --prompt TEXT] [--modes a,b,...]
  *             [--max-cache-len N] [--baseline-limit SECONDS] [--json]
  *             [--compile-cache DIR | --no-compile-cache] [--threads N] [--membw]
+ *             [--mmap | --no-mmap | --weights mmap,copy] [--no-hugepages]
  *   txc bench --membw          (the machine's read bandwidth only)
  *
  * One row per mode — a cache kind (none, dynamic, static) run eagerly or
@@ -18,16 +19,35 @@
  * Per row, the bytes a decode token reads (the weights it multiplies, the
  * embedding row, the valid prefix of the KV cache, averaged over the
  * decode steps), the GB/s that makes at the row's decode tokens/s, and the
- * process's peak RSS so far; with --membw, the machine's read bandwidth
- * (a streaming read of 1 GiB on every thread, median of 5 passes, measured
- * after the rows so that it does not count in their RSS) and each row's
- * fraction of it.
+ * process's peak RSS (VmHWM, reset before each model load where the kernel
+ * allows, else the process's peak so far) against the bound weights + KV
+ * cache + 64 MiB; with --membw, the machine's read bandwidth (a streaming
+ * read of 1 GiB on every thread, median of 5 passes, measured after the rows
+ * so that it does not count in their RSS) and each row's fraction of it. A
+ * row whose bytes per token fit in the last-level cache, or that reads
+ * faster than the measured bandwidth, is marked cache-resident instead of
+ * claiming a fraction above what memory gives.
+ *
+ * Prefill: the useful float32 multiply-adds of the prompt (2 flops per
+ * weight element per prompt token for every matrix but the embedding, the
+ * head once for the last position, and causal attention's QK^T and PV;
+ * padding to a compiled bucket is not counted) per prefill second, as
+ * GFLOP/s (the prefill's compilation, if any, not counted), and its
+ * fraction of the machine's peak: the float32 FMA
+ * throughput at the SIMD level the GEMM kernels use, measured in the same
+ * run on the same threads (tools/peak.h; half weights are widened to
+ * float32 and use the same FMAs, so it is the peak of every dtype here).
+ *
+ * Weights (--model): --mmap / --no-mmap choose where they live (default:
+ * the copy, TXC_WEIGHTS_DEFAULT_MODE); --weights mmap,copy runs every row
+ * under each, the model reloaded for each, and prints each load's time.
  *
  * Exit status: 0 when the table was made, 2 on any error (one line on
  * stderr).
  */
 #include "tools/bench_cmd.h"
 #include "tools/cli.h"
+#include "tools/peak.h"
 
 #include "txc/generate.h"
 #include "txc/model.h"
@@ -78,7 +98,18 @@ typedef struct bench_row {
     bool tokens_match;
     int64_t compared; /* tokens compared with the reference row */
     double bytes_per_token, decode_gbps, peak_rss_mb;
+    double prefill_gflops;   /* over the prefill time less its compilation */
+    double prefill_compile_ms;
+    double rss_bound_mb;     /* weights + KV cache + 64 MiB */
+    int weights_index;       /* into bench_info.loads */
 } bench_row;
+
+/* One model load (one per weights mode). */
+typedef struct bench_load {
+    txc_weights_info info;
+    double load_ms;
+    bool hwm_reset; /* the peak RSS was reset before it */
+} bench_load;
 
 
 
@@ -102,7 +133,8 @@ static void usage_bench(FILE *f)
             "usage: txc bench (--model DIR | --synthetic NAME) [--dtype f32|bf16|f16] [--seed N]\n"
             "                 [--new-tokens N] [--prompt-tokens N | --prompt TEXT] [--modes a,b,...]\n"
             "                 [--max-cache-len N] [--baseline-limit SECONDS] [--json]\n"
-            "                 [--compile-cache DIR | --no-compile-cache]\n"
+            "                 [--compile-cache DIR | --no-compile-cache] [--threads N] [--membw]\n"
+            "                 [--mmap | --no-mmap | --weights mmap,copy] [--no-hugepages]\n"
             "\n"
             "The torchax article's table for one model on this machine: greedy generation of the\n"
             "same prompt in each mode, each with a fresh generator, no stop on eos.\n"
@@ -126,7 +158,11 @@ static void usage_bench(FILE *f)
             "  --no-compile-cache   compile every plan in this process\n"
             "  --threads N          threads (default: $TXC_THREADS, else the CPUs this process may use)\n"
             "  --membw              also measure this machine's read bandwidth and each row's fraction\n"
-            "                       of it (alone: the bandwidth only)\n");
+            "                       of it (alone: the bandwidth only)\n"
+            "  --mmap, --no-mmap    (--model) use the weights in place from the mmap'd file, or copy\n"
+            "                       them into anonymous memory (huge pages; the default)\n"
+            "  --weights LIST       (--model) run the rows under each of mmap,copy (reloading the model)\n"
+            "  --no-hugepages       with the copy: do not ask for transparent huge pages\n");
 }
 
 /* ---- the machine ------------------------------------------------------------------ */
@@ -228,12 +264,83 @@ static double measure_membw(size_t bytes, int passes)
 #define MEMBW_BYTES ((size_t)1 << 30)
 #define MEMBW_PASSES 5
 
+/* Reset the peak RSS (VmHWM) to the current RSS: "5" to /proc/self/clear_refs
+ * (Linux >= 4.0). False where that is refused. */
+static bool reset_peak_rss(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f)
+        return false;
+    bool ok = fputs("5", f) >= 0;
+    ok &= fclose(f) == 0;
+    return ok;
+}
+
+/* VmHWM in MB (since the last reset), else getrusage's peak of the process. */
 static double peak_rss_mb(void)
 {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        char line[256];
+        long kb = -1;
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "VmHWM:", 6) == 0) {
+                kb = strtol(line + 6, NULL, 10);
+                break;
+            }
+        fclose(f);
+        if (kb > 0)
+            return (double)kb / 1024.0;
+    }
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0)
         return 0;
     return (double)ru.ru_maxrss / 1024.0; /* kilobytes on Linux */
+}
+
+/* Is `name` an input embedding (a row gather, no multiply)? */
+static bool is_embedding(const char *name)
+{
+    size_t nl = strlen(name);
+    return (nl >= 19 && strcmp(name + nl - 19, "embed_tokens.weight") == 0) ||
+           (nl >= 10 && (strcmp(name + nl - 10, "wte.weight") == 0 || strcmp(name + nl - 10, "wpe.weight") == 0));
+}
+
+/* Useful flops of a prefill of n tokens: 2 per weight element per token for
+ * every 2-d weight but the embeddings, the head once (only the last
+ * position's logits are computed), and causal attention (QK^T and PV over
+ * the keys at or before each query: 2 * 2 * heads * head_dim per pair). */
+static double prefill_flops(const txc_model *m, int64_t n)
+{
+    const txc_hf_config *c = txc_model_config(m);
+    const char *head = txc_model_lm_head_name(m);
+    double f = 0;
+    for (int i = 0; i < txc_model_num_parameters(m); i++) {
+        const txc_tensor *t = txc_model_parameter(m, i);
+        const char *name = txc_model_parameter_name(m, i);
+        bool is_head = head && strcmp(name, head) == 0;
+        if (txc_tensor_ndim(t) != 2)
+            continue;
+        double numel = (double)txc_tensor_numel(t);
+        if (is_head)
+            f += 2.0 * numel;
+        else if (!is_embedding(name))
+            f += 2.0 * numel * (double)n;
+    }
+    double pairs = (double)n * (double)(n + 1) / 2.0;
+    f += 4.0 * (double)c->num_hidden_layers * (double)c->num_attention_heads * (double)c->head_dim * pairs;
+    return f;
+}
+
+/* Bytes of the KV cache a row's generation holds at its end (float32 keys
+ * and values per layer): the static cache's max_cache_len, the dynamic one's
+ * prompt + new tokens, none for no cache. */
+static double kv_bytes(const txc_model *m, const bench_mode *mode, int64_t max_cache_len, int64_t n_seq)
+{
+    const txc_hf_config *c = txc_model_config(m);
+    int64_t len = mode->cache == TXC_CACHE_STATIC ? max_cache_len : mode->cache == TXC_CACHE_DYNAMIC ? n_seq : 0;
+    return 2.0 * (double)c->num_hidden_layers * (double)c->num_key_value_heads * (double)c->head_dim * 4.0 *
+           (double)len;
 }
 
 /* Bytes a decode token reads: every weight (an untied embedding only one
@@ -246,9 +353,7 @@ static double decode_bytes(const txc_model *m, const bench_mode *mode, int64_t n
         const txc_tensor *t = txc_model_parameter(m, i);
         double b = (double)txc_tensor_numel(t) * (double)txc_dtype_size(txc_tensor_dtype(t));
         const char *name = txc_model_parameter_name(m, i);
-        size_t nl = strlen(name);
-        bool embed = (nl >= 19 && strcmp(name + nl - 19, "embed_tokens.weight") == 0) ||
-                     (nl >= 10 && (strcmp(name + nl - 10, "wte.weight") == 0 || strcmp(name + nl - 10, "wpe.weight") == 0));
+        bool embed = is_embedding(name);
         if (embed && (!c->tie_word_embeddings || strstr(name, "wpe")) && txc_tensor_ndim(t) == 2)
             b = b / (double)txc_tensor_size(t, 0); /* one row */
         w += b;
@@ -308,6 +413,7 @@ static txc_status run_mode(txc_model *model, const bench_mode *mode, const int32
     if (s == TXC_OK) {
         int64_t n_decode = res.n_new > 1 ? res.n_new - 1 : 0;
         double decode_compile_ms = mode->jit ? txc_generator_jit_stats(gen, 1).compile_ms : 0;
+        row->prefill_compile_ms = mode->jit ? txc_generator_jit_stats(gen, 0).compile_ms : 0;
         row->n_new = res.n_new;
         row->capped = lim.hit;
         row->total_s = total_ms / 1e3;
@@ -362,7 +468,24 @@ typedef struct bench_info {
     int threads;
     double membw_gbps; /* 0: not measured */
     const char *compile_cache; /* the folder, NULL: off */
+    txc_peak peak;             /* the float32 FMA peak, measured in this run */
+    size_t llc_bytes;          /* last-level cache, 0: unknown */
+    bench_load loads[2];       /* one per weights mode (one for a synthetic model) */
+    int n_loads;
 } bench_info;
+
+/* Does the row read from cache rather than memory: its bytes per token fit
+ * in the last-level cache, or it reads faster than the measured bandwidth. */
+static bool cache_resident(const bench_info *bi, const bench_row *r)
+{
+    return (bi->llc_bytes > 0 && r->bytes_per_token <= (double)bi->llc_bytes) ||
+           (bi->membw_gbps > 0 && r->decode_gbps > bi->membw_gbps);
+}
+
+static const char *row_weights(const bench_info *bi, const bench_row *r)
+{
+    return txc_weights_mode_name(bi->loads[r->weights_index].info.mode);
+}
 
 static const bench_row *eager_dynamic_row(const bench_row *rows, int n)
 {
@@ -400,6 +523,22 @@ static void print_json(const bench_info *bi, const bench_row *rows, int n, bool 
         cJSON_AddNumberToObject(m, "membw_gbps", round_to(bi->membw_gbps, 1e-3));
     else
         cJSON_AddNullToObject(m, "membw_gbps");
+    cJSON_AddNumberToObject(m, "peak_gflops", round_to(bi->peak.gflops, 1e-3));
+    cJSON_AddStringToObject(m, "peak_kind", bi->peak.what);
+    cJSON_AddNumberToObject(m, "llc_bytes", (double)bi->llc_bytes);
+    cJSON *loads = cJSON_AddArrayToObject(j, "loads");
+    for (int i = 0; i < bi->n_loads; i++) {
+        const bench_load *l = &bi->loads[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "weights", txc_weights_mode_name(l->info.mode));
+        cJSON_AddNumberToObject(o, "load_ms", round_to(l->load_ms, 1e-3));
+        cJSON_AddNumberToObject(o, "weights_mb", round_to((double)l->info.param_bytes / 1e6, 1e-3));
+        cJSON_AddNumberToObject(o, "file_mb", round_to((double)l->info.file_bytes / 1e6, 1e-3));
+        cJSON_AddBoolToObject(o, "hugepages", l->info.hugepages);
+        cJSON_AddNumberToObject(o, "copy_ms", round_to(l->info.copy_ms, 1e-3));
+        cJSON_AddBoolToObject(o, "peak_rss_reset", l->hwm_reset);
+        cJSON_AddItemToArray(loads, o);
+    }
     cJSON_AddNumberToObject(j, "prompt_tokens", (double)bi->n_prompt);
     if (bi->prompt_is_text)
         cJSON_AddStringToObject(j, "prompt", bi->prompt_text);
@@ -424,6 +563,8 @@ static void print_json(const bench_info *bi, const bench_row *rows, int n, bool 
         const bench_row *r = &rows[i];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "mode", r->mode->name);
+        cJSON_AddStringToObject(o, "weights", row_weights(bi, r));
+        cJSON_AddNumberToObject(o, "load_ms", round_to(bi->loads[r->weights_index].load_ms, 1e-3));
         cJSON_AddNumberToObject(o, "new_tokens", (double)r->n_new);
         cJSON_AddNumberToObject(o, "total_s", round_to(r->total_s, 1e-4));
         cJSON_AddNumberToObject(o, "prefill_ms", round_to(r->prefill_ms, 1e-3));
@@ -453,7 +594,13 @@ static void print_json(const bench_info *bi, const bench_row *rows, int n, bool 
             cJSON_AddNumberToObject(o, "bw_fraction", round_to(r->decode_gbps / bi->membw_gbps, 1e-4));
         else
             cJSON_AddNullToObject(o, "bw_fraction");
+        cJSON_AddBoolToObject(o, "cache_resident", cache_resident(bi, r));
+        cJSON_AddNumberToObject(o, "prefill_gflops", round_to(r->prefill_gflops, 1e-4));
+        cJSON_AddNumberToObject(o, "prefill_peak_fraction",
+                                bi->peak.gflops > 0 ? round_to(r->prefill_gflops / bi->peak.gflops, 1e-5) : 0);
         cJSON_AddNumberToObject(o, "peak_rss_mb", round_to(r->peak_rss_mb, 1e-2));
+        cJSON_AddNumberToObject(o, "rss_bound_mb", round_to(r->rss_bound_mb, 1e-2));
+        cJSON_AddBoolToObject(o, "rss_within_bound", r->peak_rss_mb <= r->rss_bound_mb);
         cJSON_AddItemToArray(arr, o);
     }
     char *text = cJSON_PrintUnformatted(j);
@@ -499,7 +646,18 @@ static void print_table(const bench_info *bi, const bench_row *rows, int n, bool
     printf("%lld new tokens per mode, greedy, no eos stop; static cache max_cache_len %lld\n\n",
            (long long)bi->new_tokens, (long long)bi->max_cache_len);
 
-    printf("%-14s %10s %9s %11s %13s %14s %11s %17s  %s\n", "mode", "new tokens", "total s", "prefill ms",
+    for (int i = 0; i < bi->n_loads; i++) {
+        const bench_load *l = &bi->loads[i];
+        printf("weights: %s, %.1f MB", txc_weights_mode_name(l->info.mode), (double)l->info.param_bytes / 1e6);
+        if (l->info.mode == TXC_WEIGHTS_COPY)
+            printf(" (%.1f MB copied in %.1f ms%s)", (double)l->info.file_bytes / 1e6, l->info.copy_ms,
+                   l->info.hugepages ? ", huge pages" : ", small pages");
+        else if (l->info.mode == TXC_WEIGHTS_MMAP)
+            printf(" (%.1f MB in place in the mmap)", (double)l->info.file_bytes / 1e6);
+        printf("; load %.1f ms\n", l->load_ms);
+    }
+    int wcol = bi->n_loads > 1 ? 19 : 14;
+    printf("%-*s %10s %9s %11s %13s %14s %11s %17s  %s\n", wcol, "mode", "new tokens", "total s", "prefill ms",
            "decode tok/s", "compilations", "compile ms", "vs eager-dynamic", "tokens match");
     const bench_row *base = eager_dynamic_row(rows, n);
     for (int i = 0; i < n; i++) {
@@ -521,21 +679,40 @@ static void print_table(const bench_info *bi, const bench_row *rows, int n, bool
             snprintf(match, sizeof match, "%s (first %lld)", r->tokens_match ? "yes" : "NO", (long long)r->compared);
         else
             snprintf(match, sizeof match, "%s", r->tokens_match ? "yes" : "NO");
-        printf("%-14s %10lld %9.3f %11.1f %13.1f %14s %11.1f %17s  %s\n", r->mode->name, (long long)r->n_new,
+        char label[40];
+        if (bi->n_loads > 1)
+            snprintf(label, sizeof label, "%s/%s", r->mode->name, row_weights(bi, r));
+        else
+            snprintf(label, sizeof label, "%s", r->mode->name);
+        printf("%-*s %10lld %9.3f %11.1f %13.1f %14s %11.1f %17s  %s\n", wcol, label, (long long)r->n_new,
                r->total_s, r->prefill_ms, r->decode_tok_s, comp, r->compile_ms, sp, match);
     }
     printf("\n");
     if (bi->membw_gbps > 0)
         printf("memory: read bandwidth %.2f GB/s (%d threads streaming 1 GiB, median of %d passes)\n", bi->membw_gbps,
                bi->threads, MEMBW_PASSES);
-    printf("  %-14s %14s %12s %12s %12s\n", "memory", "MB per token", "decode GB/s", "bw fraction", "peak RSS MB");
+    printf("compute: peak %.1f GFLOP/s (%s, %d threads, measured in this run); last-level cache %.0f MiB\n",
+           bi->peak.gflops, bi->peak.what, bi->threads, (double)bi->llc_bytes / (1 << 20));
+    printf("  %-19s %12s %11s %14s %14s %8s %11s %12s\n", "memory / compute", "MB per token", "decode GB/s",
+           "bw fraction", "prefill GFLOP/s", "of peak", "peak RSS MB", "bound MB");
     for (int i = 0; i < n; i++) {
-        char frac[24] = "-";
-        if (bi->membw_gbps > 0)
-            snprintf(frac, sizeof frac, "%.3f", rows[i].decode_gbps / bi->membw_gbps);
-        printf("  %-14s %14.2f %12.3f %12s %12.1f\n", rows[i].mode->name, rows[i].bytes_per_token / 1e6,
-               rows[i].decode_gbps, frac, rows[i].peak_rss_mb);
+        const bench_row *r = &rows[i];
+        char frac[24] = "-", label[40], bound[32];
+        if (cache_resident(bi, r))
+            snprintf(frac, sizeof frac, "cache-resident");
+        else if (bi->membw_gbps > 0)
+            snprintf(frac, sizeof frac, "%.3f", r->decode_gbps / bi->membw_gbps);
+        if (bi->n_loads > 1)
+            snprintf(label, sizeof label, "%s/%s", r->mode->name, row_weights(bi, r));
+        else
+            snprintf(label, sizeof label, "%s", r->mode->name);
+        snprintf(bound, sizeof bound, "%.1f %s", r->rss_bound_mb, r->peak_rss_mb <= r->rss_bound_mb ? "ok" : "OVER");
+        printf("  %-19s %12.2f %11.3f %14s %14.2f %7.1f%% %11.1f %12s\n", label, r->bytes_per_token / 1e6,
+               r->decode_gbps, frac, r->prefill_gflops,
+               bi->peak.gflops > 0 ? 100.0 * r->prefill_gflops / bi->peak.gflops : 0.0, r->peak_rss_mb, bound);
     }
+    printf("(bound: weights + KV cache + 64 MiB; peak RSS since the model's load%s)\n",
+           bi->loads[0].hwm_reset ? "" : ", here since the process started: the kernel refused the reset");
     printf("\n");
     for (int i = 0; i < n; i++)
         if (rows[i].mode->jit && bi->compile_cache)
@@ -599,6 +776,34 @@ static bool parse_modes(const char *list, const bench_mode **modes, int *n)
     }
 }
 
+/* --weights: "mmap", "copy", or both comma-separated (each once). */
+static bool parse_weights(const char *list, txc_weights_mode *out, int *n)
+{
+    *n = 0;
+    const char *p = list;
+    while (true) {
+        size_t len = strcspn(p, ",");
+        txc_weights_mode m;
+        if (len == 4 && strncmp(p, "mmap", 4) == 0)
+            m = TXC_WEIGHTS_MMAP;
+        else if (len == 4 && strncmp(p, "copy", 4) == 0)
+            m = TXC_WEIGHTS_COPY;
+        else {
+            fprintf(stderr, "txc: unknown weights mode '%.*s' in --weights (known: mmap, copy)\n", (int)len, p);
+            return false;
+        }
+        for (int i = 0; i < *n; i++)
+            if (out[i] == m) {
+                fprintf(stderr, "txc: weights mode '%s' is listed twice in --weights\n", txc_weights_mode_name(m));
+                return false;
+            }
+        out[(*n)++] = m;
+        if (!p[len])
+            return true;
+        p += len + 1;
+    }
+}
+
 static uint64_t mix64(uint64_t z)
 {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -627,7 +832,8 @@ int txc_cmd_bench(int argc, char **argv)
     double baseline_limit = 120;
     bool json = false, no_compile_cache = false, membw = false;
     int64_t threads = 0;
-    const char *compile_cache = NULL;
+    const char *compile_cache = NULL, *weights_list = NULL;
+    txc_model_options wopts = {0}; /* --mmap / --no-mmap / --no-hugepages */
     static const struct option longopts[] = {
         {"model", required_argument, 0, 'm'},        {"synthetic", required_argument, 0, 's'},
         {"dtype", required_argument, 0, 'd'},        {"seed", required_argument, 0, 'S'},
@@ -637,13 +843,17 @@ int txc_cmd_bench(int argc, char **argv)
         {"json", no_argument, 0, 'j'},               {"help", no_argument, 0, 'h'},
         {"compile-cache", required_argument, 0, 'C'}, {"no-compile-cache", no_argument, 0, 'N'},
         {"threads", required_argument, 0, 'T'},      {"membw", no_argument, 0, 'W'},
+        {"weights", required_argument, 0, 'w'},      TXC_CLI_WEIGHTS_LONGOPTS,
         {0, 0, 0, 0},
     };
     optind = 1;
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "m:p:n:h", longopts, NULL)) != -1) {
+        if (txc_cli_weights_option(ch, &wopts))
+            continue;
         switch (ch) {
+        case 'w': weights_list = optarg; break;
         case 'm': model_dir = optarg; break;
         case 's': synthetic = optarg; break;
         case 'd': dtype_name = optarg; break;
@@ -708,6 +918,21 @@ int txc_cmd_bench(int argc, char **argv)
         fprintf(stderr, "txc: bench needs exactly one of --model DIR or --synthetic NAME (see txc bench --help)\n");
         return EXIT_ERROR;
     }
+    txc_weights_mode wmodes[2] = {wopts.weights};
+    int n_wmodes = 1;
+    if (weights_list && !parse_weights(weights_list, wmodes, &n_wmodes))
+        return EXIT_ERROR;
+    if (weights_list && wopts.weights != TXC_WEIGHTS_DEFAULT) {
+        fprintf(stderr, "txc: give --weights LIST or --mmap / --no-mmap, not both\n");
+        return EXIT_ERROR;
+    }
+    if (synthetic && (weights_list || wopts.weights != TXC_WEIGHTS_DEFAULT || wopts.no_hugepages)) {
+        fprintf(stderr, "txc: --weights, --mmap, --no-mmap and --no-hugepages need --model (synthetic weights are "
+                        "made in memory)\n");
+        return EXIT_ERROR;
+    }
+    if (wmodes[0] == TXC_WEIGHTS_DEFAULT)
+        wmodes[0] = TXC_WEIGHTS_DEFAULT_MODE;
     if (synthetic && !txc_synthetic_find(synthetic)) {
         txc_hf_config unused;
         txc_clear_error();
@@ -758,6 +983,10 @@ int txc_cmd_bench(int argc, char **argv)
     bench_info bi = {.model = model_dir ? model_dir : synthetic, .seed = (uint64_t)seed,
                      .baseline_limit_s = baseline_limit, .compile_cache = compile_cache};
     txc_model *model = NULL;
+    txc_model_options mo = {.convert_dtype = dtype_name != NULL, .dtype = dtype, .weights = wmodes[0],
+                            .no_hugepages = wopts.no_hugepages};
+    bi.loads[0].hwm_reset = reset_peak_rss();
+    double t0 = txc_cli_now_ms();
     if (synthetic) {
         bi.synthetic = txc_synthetic_find(synthetic);
         bi.model = bi.synthetic->name;
@@ -767,12 +996,16 @@ int txc_cmd_bench(int argc, char **argv)
             return txc_cli_fail_in(synthetic);
         bi.file_dtype = txc_dtype_name(dtype);
     } else {
-        txc_model_options mo = {.convert_dtype = dtype_name != NULL, .dtype = dtype};
+        if (progress)
+            fprintf(stderr, "bench: loading %s (%s)...\n", model_dir, txc_weights_mode_name(wmodes[0]));
         if (txc_model_load(model_dir, &mo, &model) != TXC_OK)
             return txc_cli_fail_in(model_dir);
         const char *td = txc_model_config(model)->torch_dtype;
         bi.file_dtype = *td ? td : "unknown";
     }
+    bi.loads[0].load_ms = txc_cli_now_ms() - t0;
+    bi.loads[0].info = txc_model_weights_info(model);
+    bi.n_loads = 1;
     describe_memory_dtypes(model, bi.memory_dtype, sizeof bi.memory_dtype);
     bi.parameters = txc_model_parameter_count(model);
     const txc_hf_config *cfg = txc_model_config(model);
@@ -831,23 +1064,55 @@ int txc_cmd_bench(int argc, char **argv)
     bi.cores = sysconf(_SC_NPROCESSORS_ONLN);
     bi.threads = txc_threads_get();
 
-    bench_row rows[MAX_MODES];
+    if (progress)
+        fprintf(stderr, "bench: compute peak...\n");
+    bi.peak = txc_measure_peak();
+    bi.llc_bytes = txc_llc_bytes();
+
+    bench_row rows[2 * MAX_MODES];
     memset(rows, 0, sizeof rows);
     int rc = 0, done = 0;
-    for (int i = 0; i < n_modes; i++) {
-        if (progress)
-            fprintf(stderr, "bench: %s...\n", modes[i]->name);
-        txc_clear_error();
-        if (run_mode(model, modes[i], prompt, (int64_t)n_prompt, new_tokens, max_cache_len, baseline_limit,
-                     compile_cache, &rows[i]) != TXC_OK) {
-            rc = txc_cli_fail_in(modes[i]->name);
-            break;
+    double pflops = prefill_flops(model, (int64_t)n_prompt);
+    for (int w = 0; w < n_wmodes && rc == 0; w++) {
+        if (w > 0) { /* the next weights mode: a fresh load, the peak RSS counted from it */
+            txc_model_free(model);
+            model = NULL;
+            bi.loads[w].hwm_reset = reset_peak_rss();
+            mo.weights = wmodes[w];
+            if (progress)
+                fprintf(stderr, "bench: loading %s (%s)...\n", model_dir, txc_weights_mode_name(wmodes[w]));
+            t0 = txc_cli_now_ms();
+            if (txc_model_load(model_dir, &mo, &model) != TXC_OK) {
+                rc = txc_cli_fail_in(model_dir);
+                break;
+            }
+            bi.loads[w].load_ms = txc_cli_now_ms() - t0;
+            bi.loads[w].info = txc_model_weights_info(model);
+            bi.n_loads++;
         }
-        rows[i].peak_rss_mb = peak_rss_mb();
-        rows[i].bytes_per_token = decode_bytes(model, modes[i], (int64_t)n_prompt, rows[i].n_new);
-        rows[i].decode_gbps = rows[i].bytes_per_token * rows[i].decode_tok_s / 1e9;
-        done++;
+        for (int i = 0; i < n_modes; i++) {
+            bench_row *r = &rows[done];
+            if (progress)
+                fprintf(stderr, "bench: %s (%s)...\n", modes[i]->name, txc_weights_mode_name(wmodes[w]));
+            txc_clear_error();
+            if (run_mode(model, modes[i], prompt, (int64_t)n_prompt, new_tokens, max_cache_len, baseline_limit,
+                         compile_cache, r) != TXC_OK) {
+                rc = txc_cli_fail_in(modes[i]->name);
+                break;
+            }
+            r->weights_index = w;
+            r->peak_rss_mb = peak_rss_mb();
+            r->bytes_per_token = decode_bytes(model, modes[i], (int64_t)n_prompt, r->n_new);
+            r->decode_gbps = r->bytes_per_token * r->decode_tok_s / 1e9;
+            double pms = r->prefill_ms - r->prefill_compile_ms;
+            r->prefill_gflops = pms > 0 ? pflops / (pms * 1e6) : 0;
+            r->rss_bound_mb = ((double)bi.loads[w].info.param_bytes +
+                               kv_bytes(model, modes[i], bi.max_cache_len, (int64_t)n_prompt + r->n_new)) /
+                                  (1 << 20) + 64.0;
+            done++;
+        }
     }
+    n_modes = done; /* the rows from here on */
     if (rc == 0 && membw) {
         if (progress)
             fprintf(stderr, "bench: memory bandwidth...\n");
