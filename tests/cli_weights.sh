@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# End-to-end tests of where the weights live: `--mmap` / `--no-mmap` on
+# `txc generate` and `txc bench` (the same text either way, the load line of
+# --verbose), `txc bench --weights mmap,copy` (rows under both, the load of
+# each, the new JSON fields), and bad flags giving one line on stderr and
+# exit status 2. No timing is asserted.
+set -u
+TXC=${TXC_BIN:?set by ctest}
+SHARED=${TXC_SHARED_DIR:?set by ctest}
+MODEL=$SHARED/models/stories260K
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok - $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+
+# --- generate: the same text in both modes, the load line --------------------------
+for m in mmap no-mmap; do
+  "$TXC" generate --model "$MODEL" --prompt "Lily and Ben" --max-new-tokens 24 --no-compile-cache --verbose \
+    --"$m" >"$tmp/out.$m" 2>"$tmp/err.$m"
+  [ $? -eq 0 ] && ok "generate --$m (rc 0)" || bad "generate --$m: $(cat "$tmp/err.$m")"
+done
+cmp -s "$tmp/out.mmap" "$tmp/out.no-mmap" && [ -s "$tmp/out.mmap" ] && ok "--mmap and --no-mmap give the same text" \
+  || bad "texts differ: $(cat "$tmp/out.mmap") / $(cat "$tmp/out.no-mmap")"
+grep -q "^load: [0-9.]* ms (mmap, 1.0 MB; weights [0-9.]* ms)$" "$tmp/err.mmap" && ok "load line (mmap)" \
+  || bad "load line (mmap): $(grep '^load' "$tmp/err.mmap")"
+grep -q "^load: [0-9.]* ms (copy, 1.0 MB\(, huge pages\)\?; weights [0-9.]* ms, of which copy [0-9.]* ms)$" \
+  "$tmp/err.no-mmap" && ok "load line (copy)" || bad "load line (copy): $(grep '^load' "$tmp/err.no-mmap")"
+"$TXC" generate --model "$MODEL" --prompt "Lily and Ben" --max-new-tokens 24 --no-compile-cache --verbose \
+  >"$tmp/out.def" 2>"$tmp/err.def"
+grep -q "^load: [0-9.]* ms (copy, " "$tmp/err.def" && ok "the copy is the default" \
+  || bad "default: $(grep '^load' "$tmp/err.def")"
+"$TXC" generate --model "$MODEL" --prompt "Lily" --max-new-tokens 4 --no-compile-cache --verbose --no-mmap \
+  --no-hugepages >/dev/null 2>"$tmp/err.nh"
+grep -q "^load: [0-9.]* ms (copy, 1.0 MB; weights" "$tmp/err.nh" && ok "--no-hugepages" \
+  || bad "--no-hugepages: $(grep '^load' "$tmp/err.nh")"
+"$TXC" generate --help | grep -q -- "--mmap, --no-mmap" && ok "generate --help lists --mmap" || bad "generate --help"
+
+# --- bench: both weights modes ----------------------------------------------------
+"$TXC" bench --model "$MODEL" --new-tokens 16 --modes jit-static,eager-static --weights mmap,copy \
+  --no-compile-cache >"$tmp/table" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && ok "bench --weights mmap,copy (rc 0)" || bad "bench --weights: rc $rc $(cat "$tmp/err")"
+grep -q "^weights: mmap, 1.0 MB (1.0 MB in place in the mmap); load [0-9.]* ms$" "$tmp/table" && ok "mmap load line" \
+  || bad "mmap load line: $(grep '^weights' "$tmp/table")"
+grep -q "^weights: copy, 1.0 MB (1.0 MB copied in [0-9.]* ms, \(huge\|small\) pages); load [0-9.]* ms$" "$tmp/table" \
+  && ok "copy load line" || bad "copy load line: $(grep '^weights' "$tmp/table")"
+for r in jit-static/mmap eager-static/mmap jit-static/copy eager-static/copy; do
+  grep -q "^$r  *16 " "$tmp/table" && ok "row $r" || bad "row $r"
+done
+grep -q "^tokens: all modes agree (16 new tokens)" "$tmp/table" && ok "tokens agree across weights modes" \
+  || bad "tokens: $(grep '^tokens' "$tmp/table")"
+grep -q "^compute: peak [0-9.]* GFLOP/s (\(avx512 fp32 fma\|avx2 fp32 fma\|scalar fp32\), " "$tmp/table" && ok "compute peak line" \
+  || bad "compute peak: $(grep '^compute' "$tmp/table")"
+# stories260K (1 MB) fits any last-level cache: marked, not given a bandwidth fraction
+grep -q "^  jit-static/copy .* cache-resident .* ok$" "$tmp/table" && ok "cache-resident, within the RSS bound" \
+  || bad "memory row: $(grep '^  jit-static/copy' "$tmp/table")"
+
+"$TXC" bench --model "$MODEL" --new-tokens 8 --modes jit-static --mmap --json --no-compile-cache >"$tmp/j" 2>"$tmp/err"
+[ $? -eq 0 ] && ok "bench --mmap --json" || bad "bench --mmap --json: $(cat "$tmp/err")"
+for key in '"weights":"mmap"' '"load_ms":' '"prefill_gflops":' '"prefill_peak_fraction":' '"peak_gflops":' \
+  '"peak_rss_mb":' '"rss_bound_mb":' '"rss_within_bound":true' '"cache_resident":true' '"bytes_per_token":' \
+  '"decode_gbps":' '"bw_fraction":' '"membw_gbps":' '"loads":[{"weights":"mmap"'; do
+  grep -qF "$key" "$tmp/j" && ok "json $key" || bad "json $key missing: $(cat "$tmp/j")"
+done
+
+# --- bad flags ------------------------------------------------------------------------
+expect_error() { # name, needle, command...
+  local name=$1 needle=$2
+  shift 2
+  "$@" >"$tmp/o" 2>"$tmp/e"
+  local rc=$? lines
+  lines=$(wc -l <"$tmp/e")
+  if [ $rc -eq 2 ] && [ "$lines" -eq 1 ] && grep -q -- "$needle" "$tmp/e" && [ ! -s "$tmp/o" ]; then
+    ok "$name"
+  else
+    bad "$name: rc $rc, $lines lines: $(cat "$tmp/e")"
+  fi
+}
+expect_error "--mmap takes no value" "option '--mmap=1' is unknown or needs a value" \
+  "$TXC" generate --model "$MODEL" --mmap=1
+expect_error "bench --no-mmap=x" "option '--no-mmap=x' is unknown" "$TXC" bench --model "$MODEL" --no-mmap=x
+expect_error "unknown weights mode" "unknown weights mode 'disk' in --weights (known: mmap, copy)" \
+  "$TXC" bench --model "$MODEL" --weights mmap,disk
+expect_error "weights mode twice" "weights mode 'copy' is listed twice" "$TXC" bench --model "$MODEL" --weights copy,copy
+expect_error "empty --weights" "unknown weights mode ''" "$TXC" bench --model "$MODEL" --weights ""
+expect_error "--weights with --mmap" "not both" "$TXC" bench --model "$MODEL" --weights copy --mmap
+expect_error "--weights needs a value" "option '--weights' is unknown or needs a value" "$TXC" bench --model "$MODEL" --weights
+expect_error "--mmap with --synthetic" "need --model" "$TXC" bench --synthetic stories260k --no-mmap
+expect_error "--weights with --synthetic" "need --model" "$TXC" bench --synthetic stories260k --weights mmap
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
