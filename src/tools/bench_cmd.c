@@ -455,7 +455,7 @@ typedef struct bench_info {
     const char *model;          /* the name or folder given */
     const txc_synthetic_info *synthetic;
     uint64_t seed;
-    const char *file_dtype;     /* the dtype of the weights as stored (synthetic) or torch_dtype (folder) */
+    char file_dtype[64];        /* the dtype of the weights as stored (synthetic) or torch_dtype (folder) */
     char memory_dtype[64];      /* the parameters' dtypes in memory */
     int64_t parameters;
     int64_t n_prompt;
@@ -994,14 +994,14 @@ int txc_cmd_bench(int argc, char **argv)
             fprintf(stderr, "bench: generating %s weights (%s)...\n", bi.model, txc_dtype_name(dtype));
         if (txc_model_synthetic(synthetic, dtype, (uint64_t)seed, NULL, &model) != TXC_OK)
             return txc_cli_fail_in(synthetic);
-        bi.file_dtype = txc_dtype_name(dtype);
+        snprintf(bi.file_dtype, sizeof bi.file_dtype, "%s", txc_dtype_name(dtype));
     } else {
         if (progress)
             fprintf(stderr, "bench: loading %s (%s)...\n", model_dir, txc_weights_mode_name(wmodes[0]));
         if (txc_model_load(model_dir, &mo, &model) != TXC_OK)
             return txc_cli_fail_in(model_dir);
         const char *td = txc_model_config(model)->torch_dtype;
-        bi.file_dtype = *td ? td : "unknown";
+        snprintf(bi.file_dtype, sizeof bi.file_dtype, "%s", *td ? td : "unknown"); /* (the model may be reloaded) */
     }
     bi.loads[0].load_ms = txc_cli_now_ms() - t0;
     bi.loads[0].info = txc_model_weights_info(model);
