@@ -5,7 +5,10 @@
  * call after a thread count > 1 is chosen, never per op or per token. A
  * parallel call wakes them through one generation counter (workers spin
  * briefly on it, then sleep on a futex) and waits for them the same way;
- * it allocates nothing. Work is split by the caller into tasks (output
+ * it allocates nothing. With more threads than CPUs the spin adapts (2-200
+ * us): it halves after a wait that outlasted it by far (spinning took the
+ * core the other thread needed) and doubles after one that ended just after
+ * it. Work is split by the caller into tasks (output
  * rows, heads); thread i of n runs tasks i, i + n, ... (the caller is
  * thread 0), so a thread gets the same tasks on every call.
  *
