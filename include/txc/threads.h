@@ -47,6 +47,13 @@ typedef void (*txc_task_fn)(void *ctx, int64_t task);
 /* Run fn(ctx, t) for every t in [0, n_tasks) on the pool and the calling
  * thread; returns when all are done (their writes visible). */
 void txc_parallel_for(int64_t n_tasks, txc_task_fn fn, void *ctx);
+/* As txc_parallel_for, but each thread takes the next task not yet taken
+ * (an atomic counter) instead of a fixed share: for many equal tasks whose
+ * speed differs by thread (a memory-bound GEMV where one core shares the
+ * machine with another process). Which thread runs a task varies from call
+ * to call, so tasks must not depend on per-thread state sized by earlier
+ * calls (no growing scratch buffers). */
+void txc_parallel_for_dynamic(int64_t n_tasks, txc_task_fn fn, void *ctx);
 
 /* A function every worker calls before it exits (e.g. to free its
  * thread-local scratch buffers); one at most. Takes no lock: it may be

@@ -62,6 +62,8 @@ static struct {
     void *ctx;
     int64_t n_tasks;
     int n_run; /* threads running the job: the workers and the caller */
+    bool dynamic;              /* tasks taken from `next` instead of a fixed share */
+    _Atomic int64_t next;
     void (*worker_exit)(void);
     bool atexit_done;
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -135,6 +137,11 @@ static uint32_t wait_change(_Atomic uint32_t *word, uint32_t value, _Atomic int 
  * its scratch buffers are sized by the first call. */
 static void run_tasks(int id, int n)
 {
+    if (pool.dynamic) {
+        for (int64_t t; (t = atomic_fetch_add_explicit(&pool.next, 1, memory_order_relaxed)) < pool.n_tasks;)
+            pool.fn(pool.ctx, t);
+        return;
+    }
     for (int64_t t = id; t < pool.n_tasks; t += n)
         pool.fn(pool.ctx, t);
 }
@@ -257,7 +264,7 @@ static void start_workers(int want)
     }
 }
 
-void txc_parallel_for(int64_t n_tasks, txc_task_fn fn, void *ctx)
+static void parallel_for(int64_t n_tasks, txc_task_fn fn, void *ctx, bool dynamic)
 {
     if (n_tasks <= 0)
         return;
@@ -285,6 +292,8 @@ void txc_parallel_for(int64_t n_tasks, txc_task_fn fn, void *ctx)
     pool.ctx = ctx;
     pool.n_tasks = n_tasks;
     pool.n_run = pool.n_workers + 1;
+    pool.dynamic = dynamic;
+    atomic_store_explicit(&pool.next, 0, memory_order_relaxed);
     atomic_store_explicit(&pool.pending, (uint32_t)pool.n_workers, memory_order_relaxed);
     atomic_fetch_add(&pool.gen, 1); /* publishes the job */
     if (atomic_load(&pool.sleepers))
@@ -316,3 +325,7 @@ void txc_parallel_for(int64_t n_tasks, txc_task_fn fn, void *ctx)
     }
     pthread_mutex_unlock(&pool.lock);
 }
+
+void txc_parallel_for(int64_t n_tasks, txc_task_fn fn, void *ctx) { parallel_for(n_tasks, fn, ctx, false); }
+
+void txc_parallel_for_dynamic(int64_t n_tasks, txc_task_fn fn, void *ctx) { parallel_for(n_tasks, fn, ctx, true); }

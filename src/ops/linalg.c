@@ -626,6 +626,8 @@ static void gemm_nn_serial(int64_t M, int64_t N, int64_t K, const float *A, int6
 
 /* Below this many multiply-adds a GEMM runs on the calling thread. */
 #define PAR_MIN_MACS (64 * 1024)
+/* Row chunks per thread of a parallel GEMV. */
+#define GEMV_CHUNKS 8
 
 typedef struct gemm_job {
     bool nn;
@@ -666,6 +668,17 @@ static void gemm(bool nn, int64_t M, int64_t N, int64_t K, const float *A, int64
     }
     const int64_t align = nn ? 64 : 16;
     int threads = txc_threads_get();
+    if (!nn && M == 1 && threads > 1 && (double)N * (double)K >= PAR_MIN_MACS && N >= 2 * align) {
+        /* The decode GEMV streams the weight once: chunks of rows taken on
+         * demand (GEMV_CHUNKS per thread), so a core that shares the memory
+         * bus or its time with another process does less of it. It uses no
+         * scratch, so any thread may run any chunk. */
+        int64_t chunk = (N + threads * GEMV_CHUNKS - 1) / (threads * GEMV_CHUNKS);
+        chunk = (chunk + align - 1) / align * align;
+        gemm_job j = {nn, M, N, K, chunk, A, lda, ldb, ldc, B, bdt, C};
+        txc_parallel_for_dynamic((N + chunk - 1) / chunk, gemm_task, &j);
+        return;
+    }
     if (threads > 1 && (double)M * (double)N * (double)K >= PAR_MIN_MACS && N >= 2 * align) {
         int64_t chunk = (N + threads - 1) / threads;
         chunk = (chunk + align - 1) / align * align;
