@@ -27,6 +27,7 @@ in C), never the clock.
 """
 import json
 import os
+import re
 import sys
 
 import transformers
@@ -86,7 +87,10 @@ def render_chat(tok, crate, conv, gen, kwargs):
     # "first", no normalizer) instead of the file's Prepend+Replace normalizer, so
     # its ids can differ after a special token followed by text.
     crate_ids = crate.encode(text, add_special_tokens=False).ids
-    return {"expected": text, "ids": ids, "crate_ids": crate_ids}
+    out = {"expected": text, "ids": ids}
+    if crate_ids != ids:
+        out["crate_ids"] = crate_ids  # absent: the same as "ids"
+    return out
 
 
 def chats():
@@ -245,6 +249,77 @@ def jinja_cases():
     return out
 
 
+# Further templates (tests/fixtures/chat_templates_extra/*.jinja), rendered by
+# transformers' render_jinja_template with the special tokens and kwargs given:
+#   llama3_2           Llama 3.2 Instruct (date_string passed: never the clock)
+#   gpt_oss            gpt-oss (its strftime_now("%Y-%m-%d") replaced by a fixed date)
+#   llama2_chat        Llama 2 Chat
+#   mistral_instruct   Mistral 7B Instruct v0.1
+#   qwen3 (shared)     the Qwen3 template of ../shared/tokenizers/qwen3, with tools
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "Get the weather for a city.",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "description": "The city name"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "default": "celsius"},
+            "days": {"type": "integer", "description": "Forecast days", "default": 1},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "opts": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "boolean"}},
+                     "required": ["x"]},
+            "any": {"type": ["string", "number"]},
+            "either": {"oneOf": [{"type": "string"}, {"type": "number", "description": "n"}]}},
+            "required": ["city"]}}},
+    {"type": "function", "function": {"name": "now", "description": "The time — ünïcode \"quoted\".",
+                                      "parameters": {"type": "object", "properties": {}}}},
+]
+EXTRA = [
+    ("llama3_2", {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"},
+     [{"date_string": "26 Jul 2024"}, {"date_string": "26 Jul 2024", "tools": TOOLS},
+      {"date_string": "26 Jul 2024", "tools": TOOLS, "tools_in_user_message": False}]),
+    ("gpt_oss", {"bos_token": "<|startoftext|>", "eos_token": "<|return|>"},
+     [{}, {"tools": TOOLS}, {"reasoning_effort": "high", "builtin_tools": ["browser", "python"],
+                             "model_identity": "You are a test model."}]),
+    ("llama2_chat", {"bos_token": "<s>", "eos_token": "</s>"}, [{}]),
+    ("mistral_instruct", {"bos_token": "<s>", "eos_token": "</s>"}, [{}]),
+    ("qwen3", {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}, [{"tools": TOOLS}]),
+]
+EXTRA_CONVERSATIONS = ["system_user", "multi_turn", "unicode", "spaces", "non_alternating", "tool_turns"]
+
+
+def extra_cases():
+    from transformers.utils.chat_template_utils import render_jinja_template
+    convs = dict(CONVERSATIONS)
+    out = []
+    for name, tokens, kwarg_sets in EXTRA:
+        if name == "qwen3":
+            with open(os.path.join(SHARED, "tokenizers", "qwen3", "tokenizer_config.json"), encoding="utf-8") as f:
+                src = json.load(f)["chat_template"]
+            path = None  # the shared folder's tokenizer_config.json
+        else:
+            path = "tests/fixtures/chat_templates_extra/" + name + ".jinja"
+            with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+                src = f.read()
+        variants = []
+        for kwargs in kwarg_sets:
+            cases = []
+            for cname in EXTRA_CONVERSATIONS:
+                for gen in (False, True):
+                    case = {"name": cname, "messages": convs[cname], "add_generation_prompt": gen}
+                    kw = dict(kwargs)
+                    tools = kw.pop("tools", None)
+                    try:
+                        rendered, _ = render_jinja_template(conversations=[convs[cname]], chat_template=src,
+                                                            tools=tools, add_generation_prompt=gen, **tokens, **kw)
+                        case["expected"] = rendered[0]
+                    except Exception as e:
+                        case["error"] = type(e).__name__
+                        case["message"] = str(e)
+                    cases.append(case)
+            variants.append({"kwargs": kwargs, "cases": cases})
+        out.append({"template": name, "file": path, "tokens": tokens, "variants": variants})
+    return out
+
+
 def main():
     data = {
         "generator": "scripts/gen_chat_template_fixtures.py",
@@ -252,12 +327,18 @@ def main():
         "jinja2": __import__("jinja2").__version__,
         "chats": chats(),
         "jinja": jinja_cases(),
+        "extra": extra_cases(),
     }
+    text = json.dumps(data, ensure_ascii=False, indent=1)
+    # id lists on one line each
+    # (indent puts each element of a list on its own line; lists inside strings have no raw newline)
+    text = re.sub(r"\[\n\s*(-?\d+(?:,\n\s*-?\d+)*)\n\s*\]", lambda mt: "[" + re.sub(r"\s+", "", mt.group(1)) + "]",
+                  text)
     with open(OUT, "w", encoding="utf-8") as f:
-        json.dump(data, f, ensure_ascii=False, indent=1)
-        f.write("\n")
+        f.write(text + "\n")
     n = sum(len(t.get("cases", [])) for t in data["chats"])
-    print(f"wrote {OUT}: {n} chat cases, {len(data['jinja'])} jinja cases")
+    m = sum(len(v["cases"]) for t in data["extra"] for v in t["variants"])
+    print(f"wrote {OUT}: {n} chat cases, {m} extra-template cases, {len(data['jinja'])} jinja cases")
 
 
 if __name__ == "__main__":
