@@ -222,6 +222,41 @@ JINJA = [
     ("loop_cycle", "{% for i in range(5) %}{{ loop.cycle('a', 'b') }}{% endfor %}", {}),
     ("escape", "{{ '<a href=\"x\">&\\'' | e }}|{{ '<b>' | safe }}", {}),
     ("is_chain", "{{ messages[0].content is string and messages[0].content | length > 2 }}", {}),
+    ("elif_chain", "{% for x in [1, 2, 3, 4] %}{% if x == 1 %}one{% elif x == 2 %}two{% elif x == 3 %}three"
+                   "{% else %}many{% endif %} {% endfor %}", {}),
+    ("tuple_set", "{% set a, b = 1, 2 %}{{ a }}{{ b }}{% set c = (3, 4) %}{{ c[0] }}{{ c | length }}{{ (1, 2)[1] }}", {}),
+    ("lstrip_mid_line", "a {% if true %}b{% endif %}\n  c {% if true %}\n  d\n  {% endif %}\n", {}),
+    ("var_trim", "{{ 'x' }}\n{{ 'y' -}}\n\n  z\n{{- 'w' }}  \n", {}),
+    ("nested_ws", "<\n{%- for m in messages %}\n    {%- if m.role == 'user' %}\n        [{{ m.content }}]\n"
+                  "    {%- else %}\n        ({{ m.content }})\n    {%- endif %}\n{%- endfor %}\n>", {}),
+    ("messages_filters", "{{ messages | selectattr('role', 'equalto', 'user') | list | length }}|"
+                         "{{ messages | map(attribute='role') | join(',') }}|{{ messages | rejectattr('role', 'in', "
+                         "['user']) | map(attribute='content') | first }}|{{ messages[0] | length }}|"
+                         "{{ (messages | last).attr_missing is defined }}", {}),
+    ("range_forms", "{{ range(3) | list }}{{ range(1, 10, 3) | list }}{{ range(5, 0, -2) | list }}{{ range(0) | list }}", {}),
+    ("none_str", "{{ none | string }}{{ none | lower }}{{ true | string | upper }}{{ {'a': 1} | length }}"
+                 "{{ [] | first is defined }}{{ nope | join }}{{ nope | list }}", {}),
+    ("loop_next", "{% for x in 'abc' %}{{ loop.previtem is defined }}{{ loop.nextitem | default('-') }}"
+                  "{{ loop.revindex0 }}{% endfor %}", {}),
+    ("macro_scope", "{% set g = 'G' %}{% macro m(x) %}{{ g }}{{ x }}{% set g = 'L' %}{{ g }}{% endmacro %}"
+                    "{{ m(1) }}{{ g }}{% for i in [1] %}{{ m(i) }}{% endfor %}", {}),
+    ("ns_in_loop", "{% set ns = namespace(found=false, items=[]) %}{% for m in messages %}{% if m.role == "
+                   "'assistant' %}{% set ns.found = true %}{% set ns.items = ns.items + [m.content] %}{% endif %}"
+                   "{% endfor %}{{ ns.found }}{{ ns.items }}{{ ns.missing is defined }}", {}),
+    ("comparisons", "{{ 'a' < 'b' }}{{ [1, 2] < [1, 3] }}{{ 2 > 1.5 }}{{ 'a' == 'a' }}{{ 1 == '1' }}{{ none == none }}"
+                    "{{ 'abc' != 'abd' }}{{ [1] == (1,) }}{{ 1 in [1.0] }}{{ 'k' in {'k': 1} }}", {}),
+    ("str_more", "{{ 'Hello'.endswith('lo') }}{{ ''.split(',') }}{{ 'a b'.split(none, 1) }}{{ ' x '.lstrip() }}|"
+                 "{{ 'ABC'.isupper() }}{{ 'aBC'.islower() }}{{ 'x'.replace('', '-') }}{{ 'a-b'.rfind('-') }}"
+                 "{{ 'abc'.removeprefix('a') }}{{ 'ßtraße'.upper() }}{{ 'ﬁne'.upper() }}{{ 'ΟΔΟΣ ΣΑ'.lower() }}"
+                 "{{ 'İ'.lower() | length }}{{ 'ǆemal'.capitalize() }}{{ 'ǆ x'.title() }}", {}),
+    ("tojson_more", "{{ 'a\u00e9\U0001F600\x7f' | tojson }}{{ {'k': [none, false, 0.0, -1]} | tojson(indent=1) }}"
+                    "{{ [[]] | tojson(indent='\t') }}{{ 1.0 | tojson }}{{ 'x' | tojson | length }}", {}),
+    ("default_chain", "{{ x.y | default('a') if x is defined else 'b' }}{{ d.k | default('dk') }}{{ d.get('k') | default('n', true) }}",
+     {"d": {}}),
+    ("concat_types", "{{ 1 ~ 2.5 ~ true ~ [1] ~ {'a': 'b'} }}", {}),
+    ("int_edge", "{{ -7 // -2 }} {{ 7 % -3 }} {{ 2 ** 62 }} {{ 0 ** 0 }} {{ (-2) ** 3 }} {{ -2 ** 2 }} {{ 1 - -1 }}", {}),
+    ("whitespace_only_lines", "{% if true %}\n\t  \n{% endif %}\n{% for i in [1,2] %}  {{ i }}  \n{% endfor %}", {}),
+    ("string_split_empty", "{{ 'abc'.split('') }}", {}),
     ("raise", "a{{ raise_exception('boom ' ~ 1) }}", {}),
     ("undefined_attr", "{{ nope.attr }}", {}),
     ("type_error", "{{ 1 + 'a' }}", {}),

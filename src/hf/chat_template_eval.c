@@ -919,8 +919,69 @@ static bool cp_is_cased_letter(uint32_t cp)
     return cat == UTF8PROC_CATEGORY_LU || cat == UTF8PROC_CATEGORY_LL || cat == UTF8PROC_CATEGORY_LT;
 }
 
-/* Case mapping per code point (utf8proc's simple mappings; Python applies
- * the full ones, which differ for a few characters such as 'ß'). */
+/* Python's full case mappings (SpecialCasing.txt) that differ from the
+ * simple ones utf8proc gives: upper (title) of a code point as up to 3 code
+ * points; 0 when the simple mapping is right. */
+static int special_upper(uint32_t cp, bool title, uint32_t out[3])
+{
+    static const struct {
+        uint32_t cp, up[3], ti[3];
+    } tab[] = {
+        {0x00DF, {'S', 'S'}, {'S', 's'}},
+        {0x0149, {0x02BC, 'N'}, {0x02BC, 'N'}},
+        {0x01F0, {'J', 0x030C}, {'J', 0x030C}},
+        {0x0390, {0x0399, 0x0308, 0x0301}, {0x0399, 0x0308, 0x0301}},
+        {0x03B0, {0x03A5, 0x0308, 0x0301}, {0x03A5, 0x0308, 0x0301}},
+        {0x0587, {0x0535, 0x0552}, {0x0535, 0x0582}},
+        {0x1E96, {'H', 0x0331}, {'H', 0x0331}},
+        {0x1E97, {'T', 0x0308}, {'T', 0x0308}},
+        {0x1E98, {'W', 0x030A}, {'W', 0x030A}},
+        {0x1E99, {'Y', 0x030A}, {'Y', 0x030A}},
+        {0x1E9A, {'A', 0x02BE}, {'A', 0x02BE}},
+        {0xFB00, {'F', 'F'}, {'F', 'f'}},
+        {0xFB01, {'F', 'I'}, {'F', 'i'}},
+        {0xFB02, {'F', 'L'}, {'F', 'l'}},
+        {0xFB03, {'F', 'F', 'I'}, {'F', 'f', 'i'}},
+        {0xFB04, {'F', 'F', 'L'}, {'F', 'f', 'l'}},
+        {0xFB05, {'S', 'T'}, {'S', 't'}},
+        {0xFB06, {'S', 'T'}, {'S', 't'}},
+        {0xFB13, {0x0544, 0x0546}, {0x0544, 0x0576}},
+        {0xFB14, {0x0544, 0x0535}, {0x0544, 0x0565}},
+        {0xFB15, {0x0544, 0x053B}, {0x0544, 0x056B}},
+        {0xFB16, {0x054E, 0x0546}, {0x054E, 0x0576}},
+        {0xFB17, {0x0544, 0x053D}, {0x0544, 0x056D}},
+    };
+    for (size_t k = 0; k < sizeof tab / sizeof *tab; k++)
+        if (tab[k].cp == cp) {
+            const uint32_t *m = title ? tab[k].ti : tab[k].up;
+            int n = 0;
+            while (n < 3 && m[n])
+                out[n] = m[n], n++;
+            return n;
+        }
+    return 0;
+}
+
+/* Greek code points with a full upper/title mapping not in special_upper() */
+static bool greek_special(uint32_t cp)
+{
+    if (cp == 0x1F50 || cp == 0x1F52 || cp == 0x1F54 || cp == 0x1F56)
+        return true;
+    if (cp >= 0x1F80 && cp <= 0x1FAF)
+        return true;
+    static const uint32_t more[] = {0x1FB2, 0x1FB3, 0x1FB4, 0x1FB6, 0x1FB7, 0x1FBC, 0x1FC2, 0x1FC3, 0x1FC4,
+                                    0x1FC6, 0x1FC7, 0x1FCC, 0x1FD2, 0x1FD3, 0x1FD6, 0x1FD7, 0x1FE2, 0x1FE3,
+                                    0x1FE4, 0x1FE6, 0x1FE7, 0x1FF2, 0x1FF3, 0x1FF4, 0x1FF6, 0x1FF7, 0x1FFC};
+    for (size_t k = 0; k < sizeof more / sizeof *more; k++)
+        if (more[k] == cp)
+            return true;
+    return false;
+}
+
+/* Case mapping per code point: utf8proc's simple mappings plus Python's
+ * full ones above, İ lowercased to "i̇" and the final sigma rule of
+ * str.lower(). The Greek letters with ypogegrammeni (U+1F50..U+1FFC) whose
+ * full mappings are not tabled here are TXC_ERR_UNSUPPORTED. */
 static ct_value *str_case(rctx *c, const ct_value *s, case_mode mode)
 {
     sbuf b = {0};
@@ -929,6 +990,50 @@ static ct_value *str_case(rctx *c, const ct_value *s, case_mode mode)
     for (size_t i = 0; i < s->str.n; idx++) {
         uint32_t cp;
         size_t w = ct_utf8_decode(s->str.s + i, s->str.n - i, &cp);
+        bool to_upper = mode == CASE_UPPER || (mode == CASE_CAPITALIZE && idx == 0) ||
+                        (mode == CASE_TITLE_PY && !prev_cased) || (mode == CASE_TITLE_JINJA && at_word_start);
+        bool upper_is_title = mode == CASE_CAPITALIZE || mode == CASE_TITLE_PY;
+        bool is_sep = mode == CASE_TITLE_JINJA && (cp == '-' || cp == '(' || cp == '{' || cp == '[' ||
+                                                   cp == '<' || ct_py_isspace(cp));
+        uint32_t full[3];
+        int nf = 0;
+        if (!is_sep && to_upper) {
+            if (greek_special(cp))
+                rfail(c, TXC_ERR_UNSUPPORTED, 0, "the full case mapping of U+%04X is not supported", (unsigned)cp);
+            nf = special_upper(cp, upper_is_title, full);
+        } else if (!is_sep && mode != CASE_UPPER) {
+            if (cp == 0x0130) {
+                full[0] = 'i';
+                full[1] = 0x0307;
+                nf = 2;
+            } else if (cp == 0x03A3) { /* final sigma: after a cased letter, not before one */
+                uint32_t prev = 0, next = 0;
+                if (i > 0) {
+                    size_t q = i - 1;
+                    while (q > 0 && ((unsigned char)s->str.s[q] & 0xC0) == 0x80)
+                        q--;
+                    ct_utf8_decode(s->str.s + q, s->str.n - q, &prev);
+                }
+                if (i + w < s->str.n)
+                    ct_utf8_decode(s->str.s + i + w, s->str.n - i - w, &next);
+                if (i > 0 && cp_is_cased_letter(prev) && !(i + w < s->str.n && cp_is_cased_letter(next))) {
+                    full[0] = 0x03C2;
+                    nf = 1;
+                }
+            }
+        }
+        if (nf) {
+            for (int k = 0; k < nf; k++) {
+                char enc[4];
+                sb_put(c, &b, enc, ct_utf8_encode(full[k], enc));
+            }
+            if (mode == CASE_TITLE_PY)
+                prev_cased = cp_is_cased_letter(cp);
+            if (mode == CASE_TITLE_JINJA)
+                at_word_start = false;
+            i += w;
+            continue;
+        }
         uint32_t o = cp;
         switch (mode) {
         case CASE_UPPER: o = (uint32_t)utf8proc_toupper((utf8proc_int32_t)cp); break;
