@@ -129,6 +129,12 @@ txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64
  * decodes as txc_generator_run, and the tokens are those of a fresh
  * txc_generator_run over the same ids with the same options (greedy or
  * sampled: the RNG state starts at [seed, 0] each run), eager or compiled.
+ * (The keys and values of the previous reply were computed one token at a
+ * time, a fresh run computes them in one prefill: equal where the kernels'
+ * row results do not depend on the number of rows, as for float32
+ * weights; bf16 weights on AMX round a prefill's activations to bf16, so
+ * there they differ by rounding, as the cache of transformers' reuse does,
+ * and a near tie may choose another token.)
  *   - The cache holds the previous run's prompt and new ids but its LAST
  *     new id: a sampled id is never fed to the model. It is prefilled with
  *     the next suffix when the sequence keeps it.
