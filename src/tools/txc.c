@@ -6,6 +6,8 @@
  *                [--do-sample|--greedy] [--temperature F] [--top-k N] [--top-p F] [--min-p F]
  *                [--repetition-penalty F] [--seed N] [--stop STRING]...
  *                [--compile-cache DIR | --no-compile-cache]
+ *   txc chat [--model DIR] [--system TEXT] ...   (tools/chat_cmd.c)
+ *   txc bench ..., txc tokenize ...              (tools/bench_cmd.c, tokenize_cmd.c)
  *
  * Exit status: 0 on success, 2 on any error (one line on stderr).
  */
@@ -13,6 +15,7 @@
 #include "txc/model.h"
 #include "txc/tokenizer.h"
 #include "tools/bench_cmd.h"
+#include "tools/chat_cmd.h"
 #include "tools/cli.h"
 #include "tools/tokenize_cmd.h"
 
@@ -318,6 +321,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: txc <command> [options]\n"
                "commands:\n"
                "  generate   greedy text generation from a Hugging Face model folder\n"
+               "  chat       a conversation with a chat model (its chat template; KV cache kept)\n"
                "  bench      the article's table: each cache mode, eager and compiled, timed\n"
                "  tokenize   text to token ids and pieces (--decode: ids to text)\n"
                "run 'txc <command> --help' for its options; 'txc --version' for the version\n");
@@ -326,7 +330,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "txc: no command given (commands: generate, bench, tokenize; see txc --help)\n");
+        fprintf(stderr, "txc: no command given (commands: generate, chat, bench, tokenize; see txc --help)\n");
         return EXIT_ERROR;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -339,10 +343,12 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "generate") == 0)
         return cmd_generate(argc - 1, argv + 1);
+    if (strcmp(argv[1], "chat") == 0)
+        return txc_cmd_chat(argc - 1, argv + 1);
     if (strcmp(argv[1], "tokenize") == 0)
         return txc_cmd_tokenize(argc - 1, argv + 1);
     if (strcmp(argv[1], "bench") == 0)
         return txc_cmd_bench(argc - 1, argv + 1);
-    fprintf(stderr, "txc: unknown command '%s' (commands: generate, bench, tokenize; see txc --help)\n", argv[1]);
+    fprintf(stderr, "txc: unknown command '%s' (commands: generate, chat, bench, tokenize; see txc --help)\n", argv[1]);
     return EXIT_ERROR;
 }

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# End-to-end tests of `txc chat`: user turns piped on stdin, the model's chat
+# template, the KV cache kept between turns (--verbose shows what was
+# reused), exactly one BOS, and bad input giving one line on stderr and exit
+# status 2. stories260K has no chat template: the test builds model folders
+# of links to its files plus a template (TinyLlama's tokenizer_config.json
+# from the shared tokenizers; a Mistral-Instruct-style chat_template.jinja
+# that writes BOS).
+set -u
+TXC=${TXC_BIN:?set by ctest}
+SHARED=${TXC_SHARED_DIR:?set by ctest}
+MODEL=$SHARED/models/stories260K
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok - $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+
+# tl: TinyLlama's chat template (no BOS in it, as in transformers)
+mkdir "$tmp/tl"
+for f in config.json generation_config.json model.safetensors tokenizer.json special_tokens_map.json; do
+  ln -s "$MODEL/$f" "$tmp/tl/$f"
+done
+cp "$SHARED/tokenizers/tinyllama-1.1b-chat-v1.0/tokenizer_config.json" "$tmp/tl/"
+# inst: stories260K's tokenizer_config.json (bos_token "<s>", eos_token
+# "</s>") and Mistral-7B-Instruct-v0.1's template, which writes the BOS
+mkdir "$tmp/inst"
+for f in config.json generation_config.json model.safetensors tokenizer.json tokenizer_config.json; do
+  ln -s "$MODEL/$f" "$tmp/inst/$f"
+done
+cat >"$tmp/inst/chat_template.jinja" <<'EOF'
+{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %}
+EOF
+
+turns=$'Once upon a time\nLily and Ben went to the park.\n'
+chat() { printf '%s' "$turns" | "$TXC" chat --max-new-tokens 24 --no-compile-cache "$@"; }
+
+# --- two turns piped on stdin ---------------------------------------------------
+chat --model "$tmp/tl" --verbose >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 0 ] && [ -s "$tmp/out" ] && ! grep -q '^> ' "$tmp/out" && grep -q '^turn 2: ' "$tmp/err"; then
+  ok "two turns piped (no prompts when stdin is not a terminal)"
+else
+  bad "two turns (rc $rc): $(cat "$tmp/out") $(cat "$tmp/err")"
+fi
+# turn 2 reuses turn 1: its prompt and all but the last token of its reply
+t1=$(sed -n 's/^turn 1: \([0-9]*\) prompt tokens.*(\([0-9]*\) new tokens); stop.*/\1 \2/p' "$tmp/err")
+reused=$(sed -n 's/^turn 2: .*, \([0-9]*\) reused from the cache.*/\1/p' "$tmp/err")
+read -r p1 n1 <<<"$t1"
+if [ -n "$reused" ] && [ -n "$p1" ] && [ "$reused" -gt "$p1" ] && [ "$reused" -le $((p1 + n1 - 1)) ]; then
+  ok "--verbose: turn 2 reused $reused tokens from the cache (turn 1: $p1 prompt + $n1 new)"
+else
+  bad "cache reuse: turn 1 '$t1', turn 2 reused '$reused': $(cat "$tmp/err")"
+fi
+grep -q "^turn 1: .*, 0 reused from the cache" "$tmp/err" && grep -q "^cache: static (max_cache_len 512)" "$tmp/err" \
+  && grep -q "^jit: 2 prefill + 1 decode plans for the chat" "$tmp/err" \
+  && ok "--verbose: first turn from scratch, one decode plan" || bad "--verbose: $(cat "$tmp/err")"
+
+# The same replies eager, with a DynamicCache, and re-running every step.
+for mode in "--no-jit" "--cache dynamic" "--cache none" "--cache dynamic --no-jit"; do
+  # shellcheck disable=SC2086
+  chat --model "$tmp/tl" $mode >"$tmp/o2" 2>"$tmp/e2" && cmp -s "$tmp/out" "$tmp/o2" \
+    && ok "chat $mode: the same replies" || bad "chat $mode: $(cat "$tmp/o2") $(cat "$tmp/e2")"
+done
+
+# --- exactly one BOS: the template writes it, the tokenizer adds none ----------
+printf 'Once upon a time\nLily and Ben\nThe end\n' \
+  | "$TXC" chat --model "$tmp/inst" --max-new-tokens 20 --verbose --no-compile-cache >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(grep -c '^turn [123]: [0-9]* prompt tokens (1 BOS), ' "$tmp/err")" -eq 3 ]; then
+  ok "one BOS in every turn's prompt"
+else
+  bad "BOS (rc $rc): $(cat "$tmp/err")"
+fi
+grep -q "^turn 1: [0-9]* prompt tokens (0 BOS)" <(chat --model "$tmp/tl" --verbose 2>&1 >/dev/null) \
+  && ok "TinyLlama's template writes no BOS: none added" || bad "TinyLlama BOS"
+# The first turn alone is the prompt `generate` would see: the same reply
+# as txc generate over the rendered text (its BOS added by the tokenizer).
+echo "Once upon a time" | "$TXC" chat --model "$tmp/inst" --max-new-tokens 20 --no-compile-cache >"$tmp/c1" 2>&1
+"$TXC" generate --model "$MODEL" --prompt "[INST] Once upon a time [/INST]" --max-new-tokens 20 \
+  --no-compile-cache >"$tmp/g1" 2>&1
+cmp -s "$tmp/c1" "$tmp/g1" && ok "turn 1 = generate over the rendered prompt" \
+  || bad "turn 1 vs generate: '$(cat "$tmp/c1")' vs '$(cat "$tmp/g1")'"
+
+# Empty lines are no turns; CRLF line ends; no input: no output.
+printf '\r\nOnce upon a time\r\n\n' | "$TXC" chat --model "$tmp/inst" --max-new-tokens 20 --no-compile-cache \
+  >"$tmp/c2" 2>&1 && cmp -s "$tmp/c1" "$tmp/c2" && ok "empty lines skipped, CRLF" || bad "CRLF: $(cat "$tmp/c2")"
+"$TXC" chat --model "$tmp/inst" </dev/null >"$tmp/c3" 2>&1 && [ ! -s "$tmp/c3" ] && ok "no input: no output" \
+  || bad "no input: $(cat "$tmp/c3")"
+# Sampling: the same seed, the same chat.
+chat --model "$tmp/tl" --do-sample --seed 7 >"$tmp/s1" 2>&1 && chat --model "$tmp/tl" --do-sample --seed 7 --no-jit \
+  >"$tmp/s2" 2>&1 && cmp -s "$tmp/s1" "$tmp/s2" && ok "--do-sample --seed: reproducible, eager = compiled" \
+  || bad "sampled chat: $(cat "$tmp/s1") / $(cat "$tmp/s2")"
+
+# --- bad input: one line on stderr, exit status 2 ------------------------------
+expect_error() { # name, needle, command...
+  local name=$1 needle=$2
+  shift 2
+  "$@" >"$tmp/o" 2>"$tmp/e"
+  local rc=$? lines
+  lines=$(wc -l <"$tmp/e")
+  if [ $rc -eq 2 ] && [ "$lines" -eq 1 ] && grep -q -- "$needle" "$tmp/e"; then
+    ok "$name"
+  else
+    bad "$name: rc $rc, $lines lines: $(cat "$tmp/e")"
+  fi
+}
+expect_error "model without a chat template" "has no chat_template" "$TXC" chat --model "$MODEL"
+expect_error "--max-cache-len too small for the first turn" "start a new chat or pass a larger --max-cache-len" \
+  chat --model "$tmp/tl" --max-cache-len 20
+expect_error "--max-cache-len too small for the second turn" "exceeds max_cache_len 60" \
+  chat --model "$tmp/tl" --max-cache-len 60
+grep -q . "$tmp/o" && ok "the first turn's reply was printed before the error" || bad "no first reply"
+expect_error "the template refuses (raise_exception)" "Conversation roles must alternate" \
+  chat --model "$tmp/inst" --system "Be brief."
+expect_error "missing folder" "does not exist" "$TXC" chat --model "$tmp/no-such-model"
+expect_error "bad --max-new-tokens" "max-new-tokens" "$TXC" chat --model "$tmp/tl" --max-new-tokens 0
+expect_error "bad --cache" "none, dynamic or static" "$TXC" chat --model "$tmp/tl" --cache paged
+expect_error "bad --temperature" "temperature" "$TXC" chat --model "$tmp/tl" --temperature -1
+expect_error "stray argument" "stdin" "$TXC" chat --model "$tmp/tl" "Hello"
+expect_error "unknown option" "--frobnicate" "$TXC" chat --model "$tmp/tl" --frobnicate
+"$TXC" chat --help | grep -q "^usage: txc chat" && ok "--help" || bad "--help"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
