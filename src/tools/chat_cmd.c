@@ -23,6 +23,7 @@ static void usage_chat(FILE *f)
             "                [--do-sample|--greedy] [--temperature F] [--top-k N] [--top-p F]\n"
             "                [--min-p F] [--repetition-penalty F] [--seed N]\n"
             "                [--compile-cache DIR | --no-compile-cache] [--dtype f32|bf16|f16] [--threads N]\n"
+            "                [--mmap|--no-mmap]\n"
             "\n"
             "A conversation with a chat model: each line read from stdin is a user turn; the\n"
             "conversation is rendered with the model's chat template (tokenizer_config.json's\n"
@@ -265,7 +266,7 @@ int txc_cmd_chat(int argc, char **argv)
     else if (system && !conv_add(&conv, "system", system))
         rc = txc_cli_fail("--system");
     if (rc == 0 && verbose) {
-        fprintf(stderr, "load: %.1f ms\n", load_ms);
+        txc_cli_print_load(stderr, model, load_ms);
         if (cache == TXC_CACHE_STATIC)
             fprintf(stderr, "cache: static (max_cache_len %lld), kept between turns\n",
                     (long long)txc_generator_session_max_cache_len(sess));
