@@ -72,7 +72,9 @@ TXC_INLINE_AMX void amx_configure(void)
         c.colsb[t] = 64;
         c.rows[t] = 16;
     }
-    _tile_loadconfig(&c);
+    /* (asm with the whole struct as an input: GCC 12 drops the stores to
+     * colsb/rows before _tile_loadconfig as dead, and ldtilecfg then faults) */
+    __asm__ volatile("ldtilecfg %0" : : "m"(c) : "memory");
 }
 
 /* Pack rows [0, mp) of A (rows >= m are zeros; mp a multiple of 16), k in
@@ -226,9 +228,42 @@ TXC_AMX bool txc_kern_gemm_nt_amx(int64_t M, int64_t N, int64_t K, const float *
     return true;
 }
 
+/* The AMX bf16 peak probe: `iters` rounds of 4 independent TDPBF16PS on
+ * tiles already loaded (no memory traffic in the loop); returns the flops
+ * done (16 x 16 x 32 x 2 per instruction), 0 without AMX. */
+TXC_AMX double txc_kern_amx_peak_run(int64_t iters)
+{
+    if (!txc_amx_available())
+        return 0;
+    static const uint16_t zeros[512] __attribute__((aligned(64)));
+    amx_configure();
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_loadd(4, zeros, 64);
+    _tile_loadd(5, zeros, 64);
+    _tile_loadd(6, zeros, 64);
+    _tile_loadd(7, zeros, 64);
+    for (int64_t i = 0; i < iters; i++) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_release();
+    return (double)iters * 4.0 * 16 * 16 * 32 * 2;
+}
+
 #else
 
 bool txc_amx_available(void) { return false; }
+
+double txc_kern_amx_peak_run(int64_t iters)
+{
+    (void)iters;
+    return 0;
+}
 
 bool txc_kern_gemm_nt_amx(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
                           int64_t ldb, float *C, int64_t ldc)

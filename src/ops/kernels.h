@@ -65,6 +65,10 @@ void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
  * K not a multiple of 32, no scratch memory): the caller falls back. Uses
  * the scratch slots GEMM_PACK and ROW. */
 bool txc_amx_available(void);
+/* The AMX bfloat16 peak probe: `iters` rounds of 4 independent TDPBF16PS
+ * on resident tiles (no memory traffic); returns the flops done
+ * (16 * 16 * 32 * 2 each), 0 where AMX is not available. */
+double txc_kern_amx_peak_run(int64_t iters);
 bool txc_kern_gemm_nt_amx(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
                           int64_t ldb, float *C, int64_t ldc);
 
