@@ -33,10 +33,10 @@
  * head once for the last position, and causal attention's QK^T and PV;
  * padding to a compiled bucket is not counted) per prefill second, as
  * GFLOP/s (the prefill's compilation, if any, not counted), and its
- * fraction of the machine's peak: the float32 FMA
- * throughput at the SIMD level the GEMM kernels use, measured in the same
- * run on the same threads (tools/peak.h; half weights are widened to
- * float32 and use the same FMAs, so it is the peak of every dtype here).
+ * fraction of the machine's peak for those weights, measured in the same run
+ * on the same threads (tools/peak.h): AMX's bf16 tile multiply-add for bf16
+ * weights where the prefill GEMMs run on AMX, else the float32 FMA at the
+ * SIMD level the GEMM kernels use.
  *
  * Weights (--model): --mmap / --no-mmap choose where they live (default:
  * the copy, TXC_WEIGHTS_DEFAULT_MODE); --weights mmap,copy runs every row
@@ -1066,7 +1066,7 @@ int txc_cmd_bench(int argc, char **argv)
 
     if (progress)
         fprintf(stderr, "bench: compute peak...\n");
-    bi.peak = txc_measure_peak();
+    bi.peak = txc_measure_peak(strstr(bi.memory_dtype, "bfloat16") != NULL);
     bi.llc_bytes = txc_llc_bytes();
 
     bench_row rows[2 * MAX_MODES];

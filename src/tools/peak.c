@@ -13,8 +13,10 @@
 
 typedef struct peak_ctx {
     int level;
+    bool amx;
     int64_t iters;
     float sink[TXC_MAX_THREADS];
+    double flops[TXC_MAX_THREADS];
 } peak_ctx;
 
 #if TXC_HAVE_X86
@@ -67,6 +69,11 @@ static void peak_task(void *ctx, int64_t t)
 {
     peak_ctx *c = ctx;
     float r;
+    if (c->amx) {
+        c->flops[t] = txc_kern_amx_peak_run(c->iters);
+        return;
+    }
+    c->flops[t] = (double)c->iters * ACC * lanes(c->level) * 2.0;
 #if TXC_HAVE_X86
     if (c->level >= 2)
         r = fma_avx512(c->iters, (float)t);
@@ -84,12 +91,15 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-txc_peak txc_measure_peak(void)
+txc_peak txc_measure_peak(bool bf16_weights)
 {
     txc_peak p = {.simd_level = txc_kern_simd_level()};
     p.what = p.simd_level >= 2 ? "avx512 fp32 fma" : p.simd_level == 1 ? "avx2 fp32 fma" : "scalar fp32";
     static peak_ctx c;
     c.level = p.simd_level;
+    c.amx = bf16_weights && p.simd_level >= 3;
+    if (c.amx)
+        p.what = "amx bf16 tdpbf16ps";
     int n = txc_threads_get();
     /* Size a pass to ~20 ms from a short calibration run. */
     c.iters = 1 << 16;
@@ -103,8 +113,11 @@ txc_peak txc_measure_peak(void)
         t0 = txc_cli_now_ms();
         txc_parallel_for(n, peak_task, &c);
         ms = txc_cli_now_ms() - t0;
+        double flops = 0;
+        for (int t = 0; t < n; t++)
+            flops += c.flops[t];
         if (pass >= 0)
-            g[pass] = ms > 0 ? (double)c.iters * ACC * lanes(c.level) * 2.0 * n / (ms * 1e6) : 0;
+            g[pass] = ms > 0 ? flops / (ms * 1e6) : 0;
     }
     float s = 0;
     for (int t = 0; t < n; t++)

@@ -3,21 +3,25 @@
 #ifndef TXC_TOOLS_PEAK_H
 #define TXC_TOOLS_PEAK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct txc_peak {
-    double gflops;     /* float32 FMA GFLOP/s on every thread (median of 5 passes) */
-    int simd_level;    /* txc_kern_simd_level(): 0 portable, 1 AVX2+FMA, 2 AVX-512 */
-    const char *what;  /* "avx512 fp32 fma", "avx2 fp32 fma", "scalar fp32" */
+    double gflops;     /* GFLOP/s on every thread (median of 5 passes) */
+    int simd_level;    /* txc_kern_simd_level(): 0 portable, 1 AVX2+FMA, 2 AVX-512, 3 AMX */
+    const char *what;  /* "amx bf16 tdpbf16ps", "avx512 fp32 fma", "avx2 fp32 fma", "scalar fp32" */
 } txc_peak;
 
-/* The float32 multiply-add peak at the SIMD level the GEMM kernels use
- * (src/ops/linalg.c), on txc_threads_get() threads: a register-blocked loop of
- * independent FMAs (12 accumulators, no memory traffic), 2 flops per lane per
- * FMA, each thread ~20 ms per pass, median of 5 passes after a warm-up. The
- * kernels widen bf16/f16 weights to float32 in registers and multiply with
- * these same FMAs, so this is the peak for every weights dtype txc runs. */
-txc_peak txc_measure_peak(void);
+/* The multiply-add peak of the instructions the prefill GEMMs of weights of
+ * this kind use (src/ops/linalg.c, amx.c), on txc_threads_get() threads,
+ * each thread ~20 ms per pass, median of 5 passes after a warm-up:
+ *  - bf16 weights where AMX runs (SIMD level 3): TDPBF16PS on resident
+ *    tiles (4 independent accumulators, 16 x 16 x 32 x 2 flops each);
+ *  - otherwise the float32 FMA at the SIMD level: a register-blocked loop
+ *    of independent FMAs (12 accumulators, no memory traffic), 2 flops per
+ *    lane (the kernels widen f16 weights, and bf16 ones below level 3, to
+ *    float32 in registers and use these same FMAs). */
+txc_peak txc_measure_peak(bool bf16_weights);
 
 /* Bytes of the last-level cache (sysconf, else /sys), 0 when unknown. */
 size_t txc_llc_bytes(void);
