@@ -429,7 +429,37 @@ static void test_render_errors(void **state)
         deep[k++] = ')';
     k += (size_t)sprintf(deep + k, " }}");
     expect_parse_error(deep, TXC_ERR_UNSUPPORTED, "nesting deeper");
+    /* so is a long left-nested chain (a + a + ..., a.b.c..., x|f|g...) */
+    static const char *const links[] = {"1 + ", "x.", "|trim", "not ", "1 if x else ", "[0]", "y or "};
+    for (size_t q = 0; q < sizeof links / sizeof *links; q++) {
+        size_t ln = strlen(links[q]);
+        bool suffix = links[q][0] == '|' || links[q][0] == '[';
+        char *chain = malloc(depth * ln + 32);
+        assert_non_null(chain);
+        k = (size_t)sprintf(chain, suffix ? "{{ y" : "{{ ");
+        for (size_t i = 0; i < depth; i++, k += ln)
+            memcpy(chain + k, links[q], ln);
+        sprintf(chain + k, suffix ? " }}" : "y }}");
+        expect_parse_error(chain, TXC_ERR_UNSUPPORTED, "nesting deeper");
+        free(chain);
+    }
     free(deep);
+    char *elifs = malloc(depth * 20 + 64);
+    assert_non_null(elifs);
+    k = (size_t)sprintf(elifs, "{%% if x %%}");
+    for (size_t i = 0; i < depth; i++)
+        k += (size_t)sprintf(elifs + k, "{%% elif x %%}");
+    sprintf(elifs + k, "{%% endif %%}");
+    expect_parse_error(elifs, TXC_ERR_UNSUPPORTED, "nesting deeper");
+    free(elifs);
+    /* values that contain themselves, or nest deeper than the guard */
+    expect_render_error("{% set ns = namespace(a=1) %}{% set ns.self = [ns] %}{{ ns }}", TXC_ERR_CAPACITY, "nested deeper");
+    expect_render_error("{% set ns = namespace(x=[]) %}{% for i in range(1000) %}{% set ns.x = [ns.x] %}{% endfor %}"
+                        "{{ ns.x == ns.x }}",
+                        TXC_ERR_CAPACITY, "nested deeper");
+    expect_render_error("{% set ns = namespace(x=[]) %}{% for i in range(1000) %}{% set ns.x = [ns.x] %}{% endfor %}"
+                        "{{ ns.x | tojson }}",
+                        TXC_ERR_CAPACITY, "nested deeper");
 }
 
 static void test_api(void **state)

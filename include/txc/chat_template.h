@@ -13,9 +13,60 @@
  * special tokens (transformers: add_special_tokens=False), so a prompt has
  * exactly one BOS.
  *
- * The Jinja subset implemented is what the chat templates of common open
- * models use (see src/hf/chat_template.c); anything outside it is
- * TXC_ERR_UNSUPPORTED with a message naming the construct and its line.
+ *   txc_chat_template *t;
+ *   txc_chat_template_load("models/Qwen3-0.6B", &t);
+ *   txc_chat_message m[] = {{"system", "Be brief."}, {"user", "Hi"}};
+ *   char *text; size_t len;
+ *   txc_chat_template_render(t, m, 2, true, &text, &len);
+ *   // "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi..."
+ *   txc_tokenizer_encode(tok, text, len, false, &ids, &n);  // add_special_tokens off
+ *
+ * The Jinja subset (src/hf/chat_template_parse.c, chat_template_eval.c) is
+ * what the chat templates of common open models use, checked byte for byte
+ * against jinja2 3.1 / transformers (tests/test_chat_template.c):
+ *   syntax     {{ }}, {% %}, {# #}, whitespace control -/+ on every tag,
+ *              trim_blocks, lstrip_blocks, one trailing newline dropped
+ *   statements if/elif/else, for (tuple targets, `if` filter, else, loop.index
+ *              /index0/revindex/revindex0/first/last/length/previtem/nextitem
+ *              /cycle), break, continue, set (names, tuples, namespace
+ *              attributes, block set with filters), macro (defaults,
+ *              keyword arguments, recursion), filter blocks, generation
+ *   expressions literals (str with Python escapes, int, float, list, tuple,
+ *              dict, true/false/none), . and [] (dict keys, negative indices,
+ *              slices with steps), calls, |filters, is-tests, not/and/or,
+ *              == != < <= > >= (chained), in / not in, + - * / // % **, ~,
+ *              x if c else y
+ *   globals    raise_exception, strftime_now, range (sandbox's MAX_RANGE),
+ *              namespace, dict
+ *   filters    trim length count first last upper lower capitalize title
+ *              replace tojson (transformers': ensure_ascii=False, indent,
+ *              separators, sort_keys) join default/d items selectattr
+ *              rejectattr select reject map list string int float abs round
+ *              indent safe escape/e reverse sort unique sum min max
+ *   tests      defined undefined none boolean true false integer float number
+ *              string mapping iterable sequence callable sameas in odd even
+ *              divisibleby eq ne lt le gt ge (and ==...) lower upper escaped
+ *   methods    str: strip lstrip rstrip split rsplit splitlines startswith
+ *              endswith upper lower title capitalize replace find rfind count
+ *              join isdigit isalpha isspace isupper islower removeprefix
+ *              removesuffix; dict: get items keys values
+ * Values behave as Python's (str()/repr(), truthiness, floor division, code
+ * point indexing) and undefined names as jinja2.Undefined. Anything else
+ * ({% include %}, {% call %}, {% with %}, {% raw %}, recursive loops,
+ * str.format, '%' formatting, other filters/tests/methods, integers past 64
+ * bits, Markup arithmetic) is TXC_ERR_UNSUPPORTED naming the construct and
+ * its line, never a silently different text. Known differences: case
+ * mappings follow utf8proc's Unicode version plus Python's special cases
+ * (ß, ligatures, İ, final sigma; the Greek iota-subscript letters are
+ * refused); messages of errors other than raise_exception are worded
+ * differently from jinja2's; message content is a string (no multimodal
+ * content lists). Guards: macro calls nest at most 64 deep, templates at
+ * most 200 levels, values at most 200 levels; the output at most 64 MiB and
+ * a render's memory at most 512 MiB (TXC_ERR_CAPACITY).
+ *
+ * strftime_now reads the clock (local time, as datetime.now()); a template
+ * that honours `date_string` (Llama 3.1/3.2) can be given a fixed date with
+ * txc_chat_template_set_var_json(t, "date_string", "\"26 Jul 2024\"").
  */
 #ifndef TXC_CHAT_TEMPLATE_H
 #define TXC_CHAT_TEMPLATE_H
@@ -71,12 +122,16 @@ txc_status txc_chat_template_set_token(txc_chat_template *t, const char *name, c
 txc_status txc_chat_template_set_var_json(txc_chat_template *t, const char *name, const char *json);
 
 /* Render `messages` (n >= 1: an empty conversation is TXC_ERR_INVALID, as
- * apply_chat_template raises ValueError). add_generation_prompt: append the header that
- * starts the assistant's turn, as transformers. *out is malloc'd,
- * NUL-terminated, *out_len bytes (excluding the NUL). Errors: TXC_ERR_INVALID
- * when the template calls raise_exception (the message is the template's),
- * TXC_ERR_UNSUPPORTED for an operation outside the subset met at render
- * time, TXC_ERR_NOMEM. On error *out is NULL. */
+ * apply_chat_template raises ValueError). add_generation_prompt: append the
+ * header that starts the assistant's turn, as transformers. The template
+ * also sees `tools` and `documents` as none unless set_var_json set them.
+ * *out is malloc'd, NUL-terminated, *out_len bytes (excluding the NUL; may
+ * be NULL). Errors: TXC_ERR_INVALID when the template calls raise_exception
+ * (the message is exactly the template's) or fails as jinja2 would (an
+ * attribute of an undefined value, a type error: "chat template line N:
+ * ..."), TXC_ERR_UNSUPPORTED for an operation outside the subset met at
+ * render time, TXC_ERR_CAPACITY past a guard, TXC_ERR_NOMEM. On error *out
+ * is NULL. A template may be rendered from several threads at once. */
 txc_status txc_chat_template_render(const txc_chat_template *t, const txc_chat_message *messages, size_t n,
                                     bool add_generation_prompt, char **out, size_t *out_len);
 

@@ -47,7 +47,12 @@ typedef struct rctx {
     frame *cur;
     int ctl; /* 1: break, 2: continue */
     int calls;
+    int vdepth; /* nesting of repr / == / < on values (cycles through namespaces) */
 } rctx;
+
+#define MAX_VALUE_DEPTH 200
+
+static void depth_enter(struct rctx *c);
 
 struct ct_loop {
     size_t index0, length;
@@ -361,7 +366,15 @@ static void str_repr(rctx *c, sbuf *b, const char *s, size_t n)
 
 static void to_str(rctx *c, sbuf *b, const ct_value *v, int line);
 
+static void to_repr_impl(rctx *c, sbuf *b, const ct_value *v, int line);
 static void to_repr(rctx *c, sbuf *b, const ct_value *v, int line)
+{
+    depth_enter(c);
+    to_repr_impl(c, b, v, line);
+    c->vdepth--;
+}
+
+static void to_repr_impl(rctx *c, sbuf *b, const ct_value *v, int line)
 {
     switch (v->kind) {
     case CT_STR: str_repr(c, b, v->str.s, v->str.n); return;
@@ -438,7 +451,22 @@ static double num_f(const ct_value *v)
 }
 static int64_t num_i(const ct_value *v) { return v->kind == CT_INT ? v->i : (int64_t)v->b; }
 
-static bool equal(const ct_value *a, const ct_value *b)
+static void depth_enter(struct rctx *c)
+{
+    if (++c->vdepth > MAX_VALUE_DEPTH)
+        rfail(c, TXC_ERR_CAPACITY, 0, "a value nested deeper than %d levels (or containing itself)", MAX_VALUE_DEPTH);
+}
+
+static bool equal_impl(rctx *c, const ct_value *a, const ct_value *b);
+static bool equal(rctx *c, const ct_value *a, const ct_value *b)
+{
+    depth_enter(c);
+    bool r = equal_impl(c, a, b);
+    c->vdepth--;
+    return r;
+}
+
+static bool equal_impl(rctx *c, const ct_value *a, const ct_value *b)
 {
     if (is_num(a) && is_num(b)) {
         if (a->kind == CT_FLOAT || b->kind == CT_FLOAT)
@@ -455,7 +483,7 @@ static bool equal(const ct_value *a, const ct_value *b)
         if (a->list.tuple != b->list.tuple || a->list.n != b->list.n)
             return false;
         for (size_t i = 0; i < a->list.n; i++)
-            if (!equal(a->list.items[i], b->list.items[i]))
+            if (!equal(c, a->list.items[i], b->list.items[i]))
                 return false;
         return true;
     case CT_DICT:
@@ -467,9 +495,9 @@ static bool equal(const ct_value *a, const ct_value *b)
         for (size_t i = 0; i < a->dict.n; i++) {
             size_t j = 0;
             for (; j < b->dict.n; j++)
-                if (equal(a->dict.keys[i], b->dict.keys[j]))
+                if (equal(c, a->dict.keys[i], b->dict.keys[j]))
                     break;
-            if (j == b->dict.n || !equal(a->dict.vals[i], b->dict.vals[j]))
+            if (j == b->dict.n || !equal(c, a->dict.vals[i], b->dict.vals[j]))
                 return false;
         }
         return true;
@@ -478,7 +506,16 @@ static bool equal(const ct_value *a, const ct_value *b)
 }
 
 /* <0, 0, >0 as Python's ordering; a TypeError for unorderable types */
+static int compare_impl(rctx *c, const ct_value *a, const ct_value *b, const char *op, int line);
 static int compare(rctx *c, const ct_value *a, const ct_value *b, const char *op, int line)
+{
+    depth_enter(c);
+    int r = compare_impl(c, a, b, op, line);
+    c->vdepth--;
+    return r;
+}
+
+static int compare_impl(rctx *c, const ct_value *a, const ct_value *b, const char *op, int line)
 {
     if (a->kind == CT_UNDEF)
         undef_fail(c, a, line);
@@ -501,7 +538,7 @@ static int compare(rctx *c, const ct_value *a, const ct_value *b, const char *op
     }
     if (a->kind == CT_LIST && b->kind == CT_LIST && a->list.tuple == b->list.tuple) {
         for (size_t i = 0; i < a->list.n && i < b->list.n; i++)
-            if (!equal(a->list.items[i], b->list.items[i]))
+            if (!equal(c, a->list.items[i], b->list.items[i]))
                 return compare(c, a->list.items[i], b->list.items[i], op, line);
         return a->list.n < b->list.n ? -1 : a->list.n > b->list.n ? 1 : 0;
     }
@@ -567,10 +604,10 @@ static ct_value *list_of(rctx *c, ct_value *v, int line)
 }
 
 /* ---- dicts -------------------------------------------------------------- */
-static ct_value *dict_get(const ct_value *d, const ct_value *k)
+static ct_value *dict_get(rctx *c, const ct_value *d, const ct_value *k)
 {
     for (size_t i = d->dict.n; i-- > 0;)
-        if (equal(d->dict.keys[i], k))
+        if (equal(c, d->dict.keys[i], k))
             return d->dict.vals[i];
     return NULL;
 }
@@ -587,7 +624,7 @@ static ct_value *dict_get_s(const ct_value *d, const char *k)
 static void dict_set(rctx *c, ct_value *d, ct_value *k, ct_value *v)
 {
     for (size_t i = 0; i < d->dict.n; i++)
-        if (equal(d->dict.keys[i], k)) {
+        if (equal(c, d->dict.keys[i], k)) {
             d->dict.vals[i] = v;
             return;
         }
@@ -856,7 +893,7 @@ static ct_value *getitem_v(rctx *c, ct_value *obj, ct_value *key, int line)
         return mk_strn(c, obj->str.s + off[j], off[j + 1] - off[j]);
     }
     if (obj->kind == CT_DICT) {
-        ct_value *v = dict_get(obj, key);
+        ct_value *v = dict_get(c, obj, key);
         if (v)
             return v;
     }
@@ -1317,7 +1354,7 @@ static void json_newline(rctx *c, sbuf *b, const jopts *o, int level)
 static void json_dump(rctx *c, sbuf *b, const ct_value *v, const jopts *o, int level, int line)
 {
     if (level > 200)
-        rfail(c, TXC_ERR_CAPACITY, line, "tojson: value nested deeper than 200 levels");
+        rfail(c, TXC_ERR_CAPACITY, line, "tojson: a value nested deeper than 200 levels (or containing itself)");
     switch (v->kind) {
     case CT_NONE: sb_puts(c, b, "null"); return;
     case CT_BOOL: sb_puts(c, b, v->b ? "true" : "false"); return;
@@ -1804,7 +1841,7 @@ static ct_value *call_value(rctx *c, ct_value *fn, const args *a, int line)
         bind(c, a, nm, p, "get()", line);
         if (!p[0])
             rfail(c, TXC_ERR_INVALID, line, "get expected at least 1 argument, got 0");
-        ct_value *v = dict_get(fn->func.self, p[0]);
+        ct_value *v = dict_get(c, fn->func.self, p[0]);
         return v ? v : p[1] ? p[1] : V_NONE;
     }
     case M_ITEMS:
@@ -1953,10 +1990,10 @@ static bool contains(rctx *c, ct_value *needle, ct_value *hay, int line)
         return memfind(hay->str.s, hay->str.n, needle->str.s, needle->str.n) != NULL;
     case CT_LIST:
         for (size_t i = 0; i < hay->list.n; i++)
-            if (equal(hay->list.items[i], needle))
+            if (equal(c, hay->list.items[i], needle))
                 return true;
         return false;
-    case CT_DICT: return dict_get(hay, needle) != NULL;
+    case CT_DICT: return dict_get(c, hay, needle) != NULL;
     case CT_NS:
         rfail(c, TXC_ERR_INVALID, line, "argument of type 'Namespace' is not iterable");
     default: rfail(c, TXC_ERR_INVALID, line, "argument of type '%s' is not iterable", type_name(hay));
@@ -2056,8 +2093,8 @@ static bool run_test(rctx *c, int id, ct_value *v, ct_value **a, size_t na, int 
         ct_value *m = arith(c, '%', v, a[0], line);
         return !truthy(m);
     }
-    case T_EQ: return equal(v, a[0]);
-    case T_NE: return !equal(v, a[0]);
+    case T_EQ: return equal(c, v, a[0]);
+    case T_NE: return !equal(c, v, a[0]);
     case T_LT: return compare(c, v, a[0], "<", line) < 0;
     case T_LE: return compare(c, v, a[0], "<=", line) <= 0;
     case T_GT: return compare(c, v, a[0], ">", line) > 0;
@@ -2528,7 +2565,7 @@ static ct_value *apply_filter(rctx *c, const ct_node *f, ct_value *v, const args
             for (size_t i = 0; i < n; i++) {
                 bool seen = false;
                 for (size_t j = 0; j < i && !seen; j++)
-                    seen = equal(keys[i], keys[j]);
+                    seen = equal(c, keys[i], keys[j]);
                 if (!seen)
                     l->list.items[m++] = items[i];
             }
@@ -2667,8 +2704,8 @@ static ct_value *eval(rctx *c, const ct_node *e)
     case E_CMP: {
         ct_value *a = eval(c, e->a), *b = eval(c, e->b);
         switch (e->op) {
-        case 'e': return V_BOOL(equal(a, b));
-        case 'n': return V_BOOL(!equal(a, b));
+        case 'e': return V_BOOL(equal(c, a, b));
+        case 'n': return V_BOOL(!equal(c, a, b));
         case '<': return V_BOOL(compare(c, a, b, "<", e->line) < 0);
         case 'l': return V_BOOL(compare(c, a, b, "<=", e->line) <= 0);
         case '>': return V_BOOL(compare(c, a, b, ">", e->line) > 0);

@@ -604,6 +604,15 @@ static ct_value *const_val(pctx *c, ct_kind k)
 
 static ct_node *parse_expr(pctx *c);
 static ct_node *parse_or(pctx *c);
+static void enter(pctx *c);
+
+/* A left-nested chain (a + b + c, a.b.c, x | f | g) deepens the tree as
+ * recursion does: count each link against MAX_DEPTH until the chain ends. */
+static void chain_step(pctx *c, int *chain)
+{
+    enter(c);
+    (*chain)++;
+}
 static ct_node *parse_unary(pctx *c, bool with_filter);
 static ct_node *parse_tuple(pctx *c, bool explicit_parens);
 
@@ -786,8 +795,11 @@ static ct_node *parse_subscript(pctx *c, ct_node *obj)
 
 static ct_node *parse_postfix(pctx *c, ct_node *nd)
 {
+    int chain = 0;
     for (;;) {
         tok *t = cur(c);
+        if (is_op(t, ".") || is_op(t, "[") || is_op(t, "("))
+            chain_step(c, &chain);
         if (is_op(t, ".")) {
             c->pos++;
             if (cur(c)->t == T_INT) { /* x.0 is x[0] */
@@ -813,6 +825,7 @@ static ct_node *parse_postfix(pctx *c, ct_node *nd)
             parse_call_args(c, call);
             nd = call;
         } else {
+            c->depth -= chain;
             return nd;
         }
     }
@@ -840,8 +853,11 @@ static ct_node *parse_filter(pctx *c, ct_node *input)
 
 static ct_node *parse_filter_expr(pctx *c, ct_node *nd)
 {
+    int chain = 0;
     for (;;) {
         tok *t = cur(c);
+        if (is_op(t, "|") || is_name(t, "is") || is_op(t, "("))
+            chain_step(c, &chain);
         if (is_op(t, "|")) {
             c->pos++;
             nd = parse_filter(c, nd);
@@ -883,6 +899,7 @@ static ct_node *parse_filter_expr(pctx *c, ct_node *nd)
             parse_call_args(c, call);
             nd = call;
         } else {
+            c->depth -= chain;
             return nd;
         }
     }
@@ -919,22 +936,29 @@ static ct_node *binop(pctx *c, int op, ct_node *a, ct_node *b, int line)
 static ct_node *parse_pow(pctx *c)
 {
     ct_node *l = parse_unary(c, true);
+    int chain = 0;
     while (is_op(cur(c), "**")) {
+        chain_step(c, &chain);
         int line = cur(c)->line;
         c->pos++;
         l = binop(c, 'p', l, parse_unary(c, true), line);
     }
+    c->depth -= chain;
     return l;
 }
 
 static ct_node *parse_math2(pctx *c)
 {
     ct_node *l = parse_pow(c);
+    int chain = 0;
     for (;;) {
         tok *t = cur(c);
         int op = is_op(t, "*") ? '*' : is_op(t, "/") ? '/' : is_op(t, "//") ? 'f' : is_op(t, "%") ? '%' : 0;
-        if (!op)
+        if (!op) {
+            c->depth -= chain;
             return l;
+        }
+        chain_step(c, &chain);
         c->pos++;
         l = binop(c, op, l, parse_pow(c), t->line);
     }
@@ -961,11 +985,15 @@ static ct_node *parse_concat(pctx *c)
 static ct_node *parse_math1(pctx *c)
 {
     ct_node *l = parse_concat(c);
+    int chain = 0;
     for (;;) {
         tok *t = cur(c);
         int op = is_op(t, "+") ? '+' : is_op(t, "-") ? '-' : 0;
-        if (!op)
+        if (!op) {
+            c->depth -= chain;
             return l;
+        }
+        chain_step(c, &chain);
         c->pos++;
         l = binop(c, op, l, parse_concat(c), t->line);
     }
@@ -975,6 +1003,7 @@ static ct_node *parse_compare(pctx *c)
 {
     ct_node *l = parse_math1(c);
     ct_node *first = NULL, *last = NULL;
+    int chain = 0;
     for (;;) {
         tok *t = cur(c);
         int op = 0;
@@ -998,6 +1027,7 @@ static ct_node *parse_compare(pctx *c)
         }
         if (!op)
             break;
+        chain_step(c, &chain);
         c->pos++;
         ct_node *r = parse_math1(c);
         ct_node *cmp = node(c, E_CMP, t->line);
@@ -1014,6 +1044,7 @@ static ct_node *parse_compare(pctx *c)
         }
         last = cmp;
     }
+    c->depth -= chain;
     return first ? first : l;
 }
 
@@ -1033,26 +1064,32 @@ static ct_node *parse_not(pctx *c)
 static ct_node *parse_and(pctx *c)
 {
     ct_node *l = parse_not(c);
+    int chain = 0;
     while (is_name(cur(c), "and")) {
+        chain_step(c, &chain);
         ct_node *nd = node(c, E_AND, cur(c)->line);
         c->pos++;
         nd->a = l;
         nd->b = parse_not(c);
         l = nd;
     }
+    c->depth -= chain;
     return l;
 }
 
 static ct_node *parse_or(pctx *c)
 {
     ct_node *l = parse_and(c);
+    int chain = 0;
     while (is_name(cur(c), "or")) {
+        chain_step(c, &chain);
         ct_node *nd = node(c, E_OR, cur(c)->line);
         c->pos++;
         nd->a = l;
         nd->b = parse_and(c);
         l = nd;
     }
+    c->depth -= chain;
     return l;
 }
 
@@ -1061,7 +1098,9 @@ static ct_node *parse_expr(pctx *c)
 {
     enter(c);
     ct_node *l = parse_or(c);
+    int chain = 0;
     while (is_name(cur(c), "if")) {
+        chain_step(c, &chain);
         ct_node *nd = node(c, E_COND, cur(c)->line);
         c->pos++;
         nd->b = l;
@@ -1072,7 +1111,7 @@ static ct_node *parse_expr(pctx *c)
         }
         l = nd;
     }
-    c->depth--;
+    c->depth -= chain + 1;
     return l;
 }
 
@@ -1155,8 +1194,10 @@ static ct_node *parse_if(pctx *c, int line)
     expect_bend(c);
     const char *which;
     nd->body = parse_body(c, end_if, &nd->nbody, &which);
-    if (!strcmp(which, "elif")) {
+    if (!strcmp(which, "elif")) { /* an elif nests one level, as its own if */
+        enter(c);
         ct_node *el = parse_if(c, cur(c)->line);
+        c->depth--;
         nd->else_body = ct_alloc(c->ar, sizeof *nd->else_body);
         nd->else_body[0] = el;
         nd->nelse = 1;
