@@ -87,6 +87,14 @@ printf '\r\nOnce upon a time\r\n\n' | "$TXC" chat --model "$tmp/inst" --max-new-
   >"$tmp/c2" 2>&1 && cmp -s "$tmp/c1" "$tmp/c2" && ok "empty lines skipped, CRLF" || bad "CRLF: $(cat "$tmp/c2")"
 "$TXC" chat --model "$tmp/inst" </dev/null >"$tmp/c3" 2>&1 && [ ! -s "$tmp/c3" ] && ok "no input: no output" \
   || bad "no input: $(cat "$tmp/c3")"
+# On a terminal each turn is asked for with "> " (script(1) gives the
+# command a pseudo-terminal; skipped where util-linux's script is missing).
+if command -v script >/dev/null 2>&1; then
+  printf 'Once upon a time\n' | script -qec "'$TXC' chat --model '$tmp/tl' --max-new-tokens 10 --no-compile-cache" \
+    /dev/null >"$tmp/tty" 2>&1
+  tr -d '\r' <"$tmp/tty" | grep -q '^> .' && ok "\"> \" before each turn on a terminal" \
+    || bad "terminal prompt: $(cat -A "$tmp/tty")"
+fi
 # Sampling: the same seed, the same chat.
 chat --model "$tmp/tl" --do-sample --seed 7 >"$tmp/s1" 2>&1 && chat --model "$tmp/tl" --do-sample --seed 7 --no-jit \
   >"$tmp/s2" 2>&1 && cmp -s "$tmp/s1" "$tmp/s2" && ok "--do-sample --seed: reproducible, eager = compiled" \
