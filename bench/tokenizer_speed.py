@@ -145,6 +145,8 @@ def cmd_run(args):
           % (args.text, nbytes, tokenizers.__version__, args.runs))
     hdr = "%-28s %8s %10s %16s %15s  %s" % ("tokenizer", "tokens", "txc MB/s", "tokenizers MB/s",
                                            "txc/tokenizers", "ids")
+    if args.batch_fast:
+        hdr += "; encode_batch_fast([text]): MB/s, txc/that"
     print(hdr)
     print("-" * len(hdr))
     rows, bad = [], 0
@@ -163,7 +165,7 @@ def cmd_run(args):
             i = first_difference(got, ref)
             verdict = ("DIFFER: %d vs %d ids, first difference at %d: txc %s, tokenizers %s"
                        % (len(got), len(ref), i, got[i:i + 4], ref[i:i + 4]))
-        t_txc, t_py = [], []
+        t_txc, t_py, t_fast = [], [], []
         for _ in range(args.runs):
             s, n = txc_time(args.txc, folder, args.text)
             if n != len(got):
@@ -172,12 +174,22 @@ def cmd_run(args):
             t0 = time.perf_counter()
             tok.encode(text, add_special_tokens=False)
             t_py.append(time.perf_counter() - t0)
+            if args.batch_fast:  # the package's fastest path: no offsets
+                t0 = time.perf_counter()
+                tok.encode_batch_fast([text], add_special_tokens=False)
+                t_fast.append(time.perf_counter() - t0)
         m_txc, m_py = statistics.median(t_txc), statistics.median(t_py)
         row = {"tokenizer": name, "tokens": len(ref), "txc_mb_s": mb / m_txc, "tokenizers_mb_s": mb / m_py,
                "ratio": m_py / m_txc, "ids_identical": same, "txc_s": t_txc, "tokenizers_s": t_py}
+        extra = ""
+        if args.batch_fast:
+            m_fast = statistics.median(t_fast)
+            row.update(fast_mb_s=mb / m_fast, fast_ratio=m_fast / m_txc, fast_s=t_fast)
+            extra = "; %.2f MB/s, %.2fx" % (row["fast_mb_s"], row["fast_ratio"])
         rows.append(row)
-        print("%-28s %8d %10.2f %16.2f %14.2fx  %s" % (name, len(ref), row["txc_mb_s"],
-                                                       row["tokenizers_mb_s"], row["ratio"], verdict))
+        print("%-28s %8d %10.2f %16.2f %14.2fx  %s%s" % (name, len(ref), row["txc_mb_s"],
+                                                         row["tokenizers_mb_s"], row["ratio"], verdict,
+                                                         extra))
         sys.stdout.flush()
     if rows:
         print("slowest ratio: %.2fx (%s); ids %s" % (
@@ -204,6 +216,8 @@ def main():
     r.add_argument("--runs", type=int, default=5)
     r.add_argument("--only", help="comma-separated tokenizer folder names")
     r.add_argument("--json", help="also write the numbers here")
+    r.add_argument("--batch-fast", action="store_true",
+                   help="also time encode_batch_fast([text]) (no offsets: the package's fastest path)")
     args = ap.parse_args()
     if args.cmd == "corpus":
         text = make_text(args.bytes, args.seed)

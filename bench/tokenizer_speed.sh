@@ -4,6 +4,7 @@
 # identical ids for the whole text. See bench/README.md.
 #
 #   bench/tokenizer_speed.sh [--runs N] [--only a,b] [--bytes N] [--work DIR] [--json FILE]
+#                            [--batch-fast]
 #
 # Work folder ($TXC_BENCH_DIR, else bench/.work, git-ignored): a venv with the tokenizers
 # package from PyPI (version $TOKENIZERS_VERSION, default 0.23.3: the version the committed
@@ -16,9 +17,9 @@ root=$(cd "$here/.." && pwd)
 work=${TXC_BENCH_DIR:-$here/.work}
 shared=${TXC_SHARED_DIR:-$root/../shared}
 version=${TOKENIZERS_VERSION:-0.23.3}
-runs=5 only="" bytes=1000000 json=""
+runs=5 only="" bytes=1000000 json="" fast=""
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case $1 in
         --runs) runs=${2:?--runs needs a value}; shift 2 ;;
@@ -26,6 +27,7 @@ while [ $# -gt 0 ]; do
         --bytes) bytes=${2:?--bytes needs a value}; shift 2 ;;
         --work) work=${2:?--work needs a value}; shift 2 ;;
         --json) json=${2:?--json needs a value}; shift 2 ;;
+        --batch-fast) fast=1; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "tokenizer_speed.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -58,4 +60,5 @@ export RAYON_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false TXC_THREADS=1
 args=(run --txc "$txc" --tokenizers "$shared/tokenizers" --text "$text" --runs "$runs")
 [ -n "$only" ] && args+=(--only "$only")
 [ -n "$json" ] && args+=(--json "$json")
+[ -n "$fast" ] && args+=(--batch-fast)
 exec "$venv/bin/python" "$here/tokenizer_speed.py" "${args[@]}"

@@ -41,6 +41,15 @@ static const tk_merge_slot *merge_get(const tk_bpe *m, int32_t a, int32_t b)
     }
 }
 
+static inline void merge_prefetch(const tk_bpe *m, int32_t a, int32_t b)
+{
+#if defined(__GNUC__)
+    __builtin_prefetch(&m->merges[pair_hash(pair_key(a, b)) & (m->merges_cap - 1)]);
+#else
+    (void)m, (void)a, (void)b;
+#endif
+}
+
 /* Insert or overwrite: the crate collects merges into a HashMap, so a repeated
  * pair keeps the last rank. */
 static void merge_put(tk_bpe *m, int32_t a, int32_t b, uint32_t rank, int32_t new_id)
@@ -266,6 +275,7 @@ typedef struct hentry {
     uint32_t rank;
     uint32_t pos;
     int32_t new_id;
+    int32_t a, b; /* the pair when pushed: unchanged means still valid */
 } hentry;
 
 /* The crate's Merge ordering: a min-heap on rank, then on pos. */
@@ -332,8 +342,8 @@ static void word_add(sym *w, size_t *n, int32_t c, uint32_t len)
         w[i - 1].next = (int32_t)i;
 }
 
-static txc_status merge_word(const tk_bpe *m, const char *s, size_t len, int32_t **ids, size_t *n,
-                             size_t *cap);
+static txc_status merge_word(const tk_bpe *m, const char *s, size_t len, tk_bpe_cache *scratch,
+                             int32_t **ids, size_t *n, size_t *cap);
 
 /* ---- the word cache ---------------------------------------------------------------- */
 
@@ -422,6 +432,8 @@ static txc_status cache_put(tk_bpe_cache *c, const char *s, size_t len, uint32_t
 
 void tk_bpe_cache_free(tk_bpe_cache *c)
 {
+    free(c->syms);
+    free(c->heap);
     free(c->slots);
     free(c->ent);
     tk_buf_free(&c->keys);
@@ -429,21 +441,13 @@ void tk_bpe_cache_free(tk_bpe_cache *c)
     memset(c, 0, sizeof *c);
 }
 
-static txc_status tokenize_word(const tk_bpe *m, const char *s, size_t len, int32_t **ids,
-                                size_t *n, size_t *cap);
-
-txc_status tk_bpe_tokenize(const tk_bpe *m, const char *s, size_t len, tk_bpe_cache *cache,
-                           int32_t **ids, size_t *n, size_t *cap)
+/* The ids of one part (a word, or a part of a word cut before a "▁"): from
+ * the cache, else merged and added to it. */
+static txc_status tokenize_part(const tk_bpe *m, const char *s, size_t len, tk_bpe_cache *cache,
+                                int32_t **ids, size_t *n, size_t *cap)
 {
-    if (len == 0)
-        return TXC_OK;
-    if (m->ignore_merges) { /* the whole word only, as the crate */
-        int32_t id = tk_strmap_get(&m->vocab, s, len);
-        if (id >= 0)
-            return push_id(ids, n, cap, id);
-    }
     if (!cache || len >= CACHE_MAX_WORD)
-        return tokenize_word(m, s, len, ids, n, cap);
+        return merge_word(m, s, len, cache, ids, n, cap);
     uint32_t h = word_hash(s, len);
     size_t k;
     const int32_t *hit = cache_get(cache, s, len, h, &k);
@@ -463,45 +467,78 @@ txc_status tk_bpe_tokenize(const tk_bpe *m, const char *s, size_t len, tk_bpe_ca
         return TXC_OK;
     }
     size_t before = *n;
-    txc_status st = tokenize_word(m, s, len, ids, n, cap);
+    txc_status st = merge_word(m, s, len, cache, ids, n, cap);
     if (!st)
         st = cache_put(cache, s, len, h, *ids + before, *n - before);
     return st;
 }
 
-static txc_status tokenize_word(const tk_bpe *m, const char *s, size_t len, int32_t **ids,
-                                size_t *n, size_t *cap)
+txc_status tk_bpe_tokenize(const tk_bpe *m, const char *s, size_t len, tk_bpe_cache *cache,
+                           int32_t **ids, size_t *n, size_t *cap)
 {
+    if (len == 0)
+        return TXC_OK;
+    if (m->ignore_merges) { /* the whole word only, as the crate */
+        int32_t id = tk_strmap_get(&m->vocab, s, len);
+        if (id >= 0)
+            return push_id(ids, n, cap, id);
+    }
     if (!m->cut_at_meta)
-        return merge_word(m, s, len, ids, n, cap);
+        return tokenize_part(m, s, len, cache, ids, n, cap);
     /* Cut before each "▁" that follows another character: the merges on
      * each part are exactly those on the whole word (none can span a cut),
-     * and short parts keep the merge heap small. A pending unk cannot span a
-     * cut either: "▁" is in the vocab and flushes it. */
+     * so each part can be merged (and cached) on its own. Without a
+     * pre-tokenizer that splits (Llama 2, Mistral) a piece is all the text
+     * between two added tokens: the parts are its words. A pending unk
+     * cannot span a cut either: "▁" is in the vocab and flushes it. */
     size_t start = 0;
     for (size_t i = 1; i + 3 <= len; i++) {
         if (s[i] == META[0] && !memcmp(s + i, META, 3) &&
             !(i >= 3 && !memcmp(s + i - 3, META, 3))) {
-            txc_status st = merge_word(m, s + start, i - start, ids, n, cap);
+            txc_status st = tokenize_part(m, s + start, i - start, cache, ids, n, cap);
             if (st)
                 return st;
             start = i;
         }
     }
-    return merge_word(m, s + start, len - start, ids, n, cap);
+    return tokenize_part(m, s + start, len - start, cache, ids, n, cap);
 }
 
 /* BPE::merge_word + Word::merge_all on one word. */
-static txc_status merge_word(const tk_bpe *m, const char *s, size_t len, int32_t **ids, size_t *n,
-                             size_t *cap)
+/* Grow a scratch array of `size`-byte entries to at least `need` entries. */
+static bool scratch_reserve(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (*cap >= need)
+        return true;
+    size_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *q = malloc(c * size); /* the old contents are not kept */
+    if (!q)
+        return false;
+    free(*p);
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+/* BPE::merge_word + Word::merge_all on one word. `scratch` (may be NULL)
+ * lends its symbol and heap arrays. */
+static txc_status merge_word(const tk_bpe *m, const char *s, size_t len, tk_bpe_cache *scratch,
+                             int32_t **ids, size_t *n, size_t *cap)
 {
     if (len > INT32_MAX)
         return txc_error(TXC_ERR_INVALID, "tokenizer: piece of %zu bytes too long", len);
 
     /* At most one symbol per byte. */
-    sym *w = malloc(len * sizeof *w);
-    if (!w)
+    sym *w;
+    if (scratch) {
+        if (!scratch_reserve(&scratch->syms, &scratch->syms_cap, len, sizeof *w))
+            return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
+        w = scratch->syms;
+    } else if (!(w = malloc(len * sizeof *w))) {
         return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
+    }
     size_t nw = 0;
     int32_t unk_id = -1;
     uint32_t unk_len = 0;
@@ -563,15 +600,24 @@ static txc_status merge_word(const tk_bpe *m, const char *s, size_t len, int32_t
     if (!st && nw > 1 && m->n_merges) {
         /* Each merge pushes at most 2 entries and removes a symbol: the heap
          * never holds more than 3 * nw entries. */
-        heap = malloc(3 * nw * sizeof *heap);
+        if (scratch)
+            heap = scratch_reserve(&scratch->heap, &scratch->heap_cap, 3 * nw, sizeof *heap)
+                       ? scratch->heap
+                       : NULL;
+        else
+            heap = malloc(3 * nw * sizeof *heap);
         if (!heap)
             st = txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
     }
     if (heap) {
+        /* The merge table is larger than the caches: ask for every slot of
+         * the word's pairs first, so that the misses overlap. */
+        for (size_t i = 0; i + 1 < nw; i++)
+            merge_prefetch(m, w[i].c, w[i + 1].c);
         for (size_t i = 0; i + 1 < nw; i++) {
             const tk_merge_slot *mg = merge_get(m, w[i].c, w[i + 1].c);
             if (mg)
-                h_push(heap, &hn, (hentry){mg->rank, (uint32_t)i, mg->new_id});
+                h_push(heap, &hn, (hentry){mg->rank, (uint32_t)i, mg->new_id, w[i].c, w[i + 1].c});
         }
         while (hn) {
             hentry top = h_pop(heap, &hn);
@@ -580,9 +626,14 @@ static txc_status merge_word(const tk_bpe *m, const char *s, size_t len, int32_t
                 continue;
             int32_t rpos = cur->next;
             sym right = w[rpos];
-            const tk_merge_slot *mg = merge_get(m, cur->c, right.c);
-            if (!mg || mg->new_id != top.new_id)
-                continue; /* an expired queue entry */
+            /* The crate's test: merges[(cur, right)] == new_id, else the
+             * entry has expired. When the pair is still the one pushed the
+             * answer is known without a lookup. */
+            if (cur->c != top.a || right.c != top.b) {
+                const tk_merge_slot *mg = merge_get(m, cur->c, right.c);
+                if (!mg || mg->new_id != top.new_id)
+                    continue; /* an expired queue entry */
+            }
             cur->c = top.new_id;
             cur->len += right.len;
             cur->next = right.next;
@@ -592,21 +643,24 @@ static txc_status merge_word(const tk_bpe *m, const char *s, size_t len, int32_t
             if (cur->prev >= 0) {
                 const tk_merge_slot *pm = merge_get(m, w[cur->prev].c, cur->c);
                 if (pm)
-                    h_push(heap, &hn, (hentry){pm->rank, (uint32_t)cur->prev, pm->new_id});
+                    h_push(heap, &hn,
+                           (hentry){pm->rank, (uint32_t)cur->prev, pm->new_id, w[cur->prev].c, cur->c});
             }
             if (cur->next >= 0 && (size_t)cur->next < nw) {
                 const tk_merge_slot *nm = merge_get(m, cur->c, w[cur->next].c);
                 if (nm)
-                    h_push(heap, &hn, (hentry){nm->rank, top.pos, nm->new_id});
+                    h_push(heap, &hn, (hentry){nm->rank, top.pos, nm->new_id, cur->c, w[cur->next].c});
             }
         }
-        free(heap);
+        if (!scratch)
+            free(heap);
     }
     /* Emit the surviving symbols in order. */
     if (!st && nw) {
         for (int32_t i = 0; i >= 0 && !st; i = w[i].next)
             st = push_id(ids, n, cap, w[i].c);
     }
-    free(w);
+    if (!scratch)
+        free(w);
     return st;
 }

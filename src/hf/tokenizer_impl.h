@@ -250,6 +250,10 @@ typedef struct tk_bpe_cache {
     tk_buf keys;
     int32_t *ids;
     size_t n_ids, ids_cap;
+    /* Scratch of the merge loop (symbols and heap), kept between words so
+     * that a word costs no malloc. */
+    void *syms, *heap;
+    size_t syms_cap, heap_cap; /* entries */
 } tk_bpe_cache;
 
 void tk_bpe_cache_free(tk_bpe_cache *c);
