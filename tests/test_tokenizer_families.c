@@ -399,6 +399,40 @@ static void test_ignore_merges(void **state)
     tu_rm_rf(dir);
 }
 
+/* ---- words cut before "▁" ---------------------------------------------------------------------- */
+
+/* A SentencePiece piece is merged word by word, cut before each "▁" that
+ * follows another character, except where a token with such a "▁" inside
+ * (Gemma 3's ">▁</") spells the text around it: the ids are those of the
+ * whole piece (the crate's, by the tokenizers package). */
+static void test_meta_cut(void **state)
+{
+    (void)state;
+    txc_tokenizer *t = load(tok_dir("gemma3"));
+    EXPECT_IDS(t, "x> </ >  </ > < /", 236781, 107068, 1890, 138, 954, 1890, 655, 965);
+    EXPECT_IDS(t, "a> </b> </c", 236746, 236813, 236743, 209, 1454, 236755);
+    txc_tokenizer_free(t);
+
+    /* every token with an inner "▁" blocks the cut, intermediate merges too */
+    static const char json[] =
+        "{\"version\": \"1.0\", \"added_tokens\": [], \"normalizer\": null, \"pre_tokenizer\": null, "
+        "\"post_processor\": null, \"decoder\": null, \"model\": {\"type\": \"BPE\", \"unk_token\": "
+        "null, \"fuse_unk\": false, \"byte_fallback\": false, \"vocab\": {\"\\u2581\": 0, \"a\": 1, "
+        "\"b\": 2, \">\": 3, \"<\": 4, \"/\": 5, \">\\u2581\": 6, \"</\": 7, \">\\u2581</\": 8, "
+        "\"\\u2581a\": 9}, \"merges\": [[\">\", \"\\u2581\"], [\"<\", \"/\"], [\">\\u2581\", "
+        "\"</\"], [\"\\u2581\", \"a\"]]}}";
+    char *dir = tu_mkdtemp();
+    const char *path = tu_path("%s/tokenizer.json", dir);
+    assert_int_equal(tu_write_file(path, json, strlen(json)), 0);
+    t = load(path);
+    EXPECT_IDS(t, "a>\xe2\x96\x81</b\xe2\x96\x81" "a", 1, 8, 2, 9);
+    EXPECT_IDS(t, "a>\xe2\x96\x81" "b\xe2\x96\x81" "a", 1, 6, 2, 9);
+    EXPECT_IDS(t, "\xe2\x96\x81" "a>\xe2\x96\x81</\xe2\x96\x81" "a>\xe2\x96\x81", 9, 8, 9, 6);
+    EXPECT_IDS(t, "a\xe2\x96\x81" "a", 1, 9);
+    txc_tokenizer_free(t);
+    tu_rm_rf(dir);
+}
+
 /* ---- byte-level details ------------------------------------------------------------------------ */
 
 static void test_bytelevel(void **state)
@@ -696,6 +730,7 @@ int main(void)
         cmocka_unit_test(test_v_prefix_space),
         cmocka_unit_test(test_golden_vectors),
         cmocka_unit_test(test_ignore_merges),
+        cmocka_unit_test(test_meta_cut),
         cmocka_unit_test(test_bytelevel),
         cmocka_unit_test(test_unsupported),
         cmocka_unit_test(test_regex_classes),

@@ -94,6 +94,7 @@ static txc_status add_merge(tk_bpe *m, const char *a, size_t alen, const char *b
 }
 
 #define META "\xE2\x96\x81" /* U+2581 "▁", SentencePiece's space */
+enum { MAX_META_EXC = 64 };
 
 static bool json_is_null_or_absent(const cJSON *j) { return !j || cJSON_IsNull(j); }
 
@@ -142,9 +143,18 @@ static txc_status load_vocab(tk_bpe *m, const cJSON *vocab)
         size_t n = m->vocab.ent[i].len, j = 0;
         while (j + 3 <= n && !memcmp(k + j, META, 3))
             j += 3;
-        for (; j + 3 <= n; j++)
-            if (!memcmp(k + j, META, 3))
+        for (; j + 3 <= n; j++) {
+            /* a "▁" after another character: a cut point inside the token */
+            if (memcmp(k + j, META, 3) || (j >= 3 && !memcmp(k + j - 3, META, 3)))
+                continue;
+            if (m->n_meta_exc == MAX_META_EXC) { /* too many to check at each cut */
                 m->cut_at_meta = false;
+                break;
+            }
+            if (!m->meta_exc && !(m->meta_exc = malloc(MAX_META_EXC * sizeof *m->meta_exc)))
+                return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
+            m->meta_exc[m->n_meta_exc++] = (struct tk_meta_exc){k, (uint32_t)n, (uint32_t)j};
+        }
     }
     return TXC_OK;
 }
@@ -260,6 +270,7 @@ void tk_bpe_free(tk_bpe *m)
     free(m->id_len);
     free(m->merges);
     free(m->unk_token);
+    free(m->meta_exc);
     memset(m, 0, sizeof *m);
 }
 
@@ -473,6 +484,18 @@ static txc_status tokenize_part(const tk_bpe *m, const char *s, size_t len, tk_b
     return st;
 }
 
+/* Whether a token with a "▁" after another character spells s around the
+ * "▁" at byte i (then a merge may span a cut there). */
+static bool meta_exc_at(const tk_bpe *m, const char *s, size_t len, size_t i)
+{
+    for (size_t e = 0; e < m->n_meta_exc; e++) {
+        const struct tk_meta_exc *x = &m->meta_exc[e];
+        if (i >= x->off && i - x->off + x->len <= len && !memcmp(s + i - x->off, x->tok, x->len))
+            return true;
+    }
+    return false;
+}
+
 txc_status tk_bpe_tokenize(const tk_bpe *m, const char *s, size_t len, tk_bpe_cache *cache,
                            int32_t **ids, size_t *n, size_t *cap)
 {
@@ -494,7 +517,7 @@ txc_status tk_bpe_tokenize(const tk_bpe *m, const char *s, size_t len, tk_bpe_ca
     size_t start = 0;
     for (size_t i = 1; i + 3 <= len; i++) {
         if (s[i] == META[0] && !memcmp(s + i, META, 3) &&
-            !(i >= 3 && !memcmp(s + i - 3, META, 3))) {
+            !(i >= 3 && !memcmp(s + i - 3, META, 3)) && !meta_exc_at(m, s, len, i)) {
             txc_status st = tokenize_part(m, s + start, i - start, cache, ids, n, cap);
             if (st)
                 return st;

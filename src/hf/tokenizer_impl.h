@@ -397,8 +397,15 @@ typedef struct tk_bpe {
     bool fuse_unk, byte_fallback, ignore_merges;
     /* Words may be cut before each "▁" that follows another character:
      * "▁" is a token and no token holds "▁" after anything but "▁", so no
-     * merge can span such a cut (true of every SentencePiece vocab). */
+     * merge can span such a cut (true of most SentencePiece vocabs). A few
+     * tokens that do (Gemma 3's ">▁</") are listed with the offset of such a
+     * "▁" in them: where the text around a cut spells one, there is no cut. */
     bool cut_at_meta;
+    struct tk_meta_exc {
+        const char *tok; /* a vocab key */
+        uint32_t len, off;
+    } *meta_exc;
+    size_t n_meta_exc;
     int32_t byte_ids[256]; /* id of "<0xXX>" or -1 */
     int32_t ascii_ids[128]; /* id of each 1-byte char, or -1 (a lookup cache) */
 } tk_bpe;
