@@ -250,13 +250,23 @@ JINJA = [
                  "{{ 'abc'.removeprefix('a') }}{{ 'ßtraße'.upper() }}{{ 'ﬁne'.upper() }}{{ 'ΟΔΟΣ ΣΑ'.lower() }}"
                  "{{ 'İ'.lower() | length }}{{ 'ǆemal'.capitalize() }}{{ 'ǆ x'.title() }}", {}),
     ("tojson_more", "{{ 'a\u00e9\U0001F600\x7f' | tojson }}{{ {'k': [none, false, 0.0, -1]} | tojson(indent=1) }}"
-                    "{{ [[]] | tojson(indent='\t') }}{{ 1.0 | tojson }}{{ 'x' | tojson | length }}", {}),
+                    "{{ [[]] | tojson(indent='\t') }}{{ 1.0 | tojson }}{{ 'x' | tojson | length }}"
+                    "{{ {'é': 'ü😀\n'} | tojson(ensure_ascii=true) }}", {}),
     ("default_chain", "{{ x.y | default('a') if x is defined else 'b' }}{{ d.k | default('dk') }}{{ d.get('k') | default('n', true) }}",
      {"d": {}}),
     ("concat_types", "{{ 1 ~ 2.5 ~ true ~ [1] ~ {'a': 'b'} }}", {}),
     ("int_edge", "{{ -7 // -2 }} {{ 7 % -3 }} {{ 2 ** 62 }} {{ 0 ** 0 }} {{ (-2) ** 3 }} {{ -2 ** 2 }} {{ 1 - -1 }}", {}),
     ("whitespace_only_lines", "{% if true %}\n\t  \n{% endif %}\n{% for i in [1,2] %}  {{ i }}  \n{% endfor %}", {}),
     ("string_split_empty", "{{ 'abc'.split('') }}", {}),
+    ("loop_scope", "{% set x = 0 %}{% for i in [1, 2] %}{{ x }}{% set x = i %}{{ x }}{% endfor %}{{ x }}|"
+                   "{% for i in [1, 2] %}{% if i == 1 %}{% set y = 'a' %}{% endif %}[{{ y }}]{% endfor %}|"
+                   "{% for i in [1] %}{% for j in [2] %}{% set i = 5 %}{% endfor %}{{ i }}{% endfor %}", {}),
+    ("set_messages", "{% set messages = messages[1:] %}{% for m in messages %}{{ m.role }}{% endfor %}"
+                     "{% set add_generation_prompt = true %}{{ add_generation_prompt }}", {}),
+    ("macro_recursion", "{% macro fact(n) %}{% if n <= 1 %}1{% else %}{{ n * fact(n - 1) | int }}{% endif %}"
+                        "{% endmacro %}{{ fact(5) }}|{% macro ws() %}\n  x  \n{% endmacro %}[{{ ws() }}]", {}),
+    ("with_block", "{% set a = 1 %}{% with a = 2, b = a %}{{ a }}{{ b }}{% set c = 3 %}{% endwith %}{{ a }}"
+                   "{{ c is defined }}{% with %}{% set a = 9 %}{% endwith %}{{ a }}", {}),
     ("raise", "a{{ raise_exception('boom ' ~ 1) }}", {}),
     ("undefined_attr", "{{ nope.attr }}", {}),
     ("type_error", "{{ 1 + 'a' }}", {}),

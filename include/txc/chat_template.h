@@ -30,7 +30,7 @@
  *              /index0/revindex/revindex0/first/last/length/previtem/nextitem
  *              /cycle), break, continue, set (names, tuples, namespace
  *              attributes, block set with filters), macro (defaults,
- *              keyword arguments, recursion), filter blocks, generation
+ *              keyword arguments, recursion), with, filter blocks, generation
  *   expressions literals (str with Python escapes, int, float, list, tuple,
  *              dict, true/false/none), . and [] (dict keys, negative indices,
  *              slices with steps), calls, |filters, is-tests, not/and/or,
@@ -39,7 +39,7 @@
  *   globals    raise_exception, strftime_now, range (sandbox's MAX_RANGE),
  *              namespace, dict
  *   filters    trim length count first last upper lower capitalize title
- *              replace tojson (transformers': ensure_ascii=False, indent,
+ *              replace tojson (transformers': ensure_ascii, indent,
  *              separators, sort_keys) join default/d items selectattr
  *              rejectattr select reject map list string int float abs round
  *              indent safe escape/e reverse sort unique sum min max
@@ -52,7 +52,7 @@
  *              removesuffix; dict: get items keys values
  * Values behave as Python's (str()/repr(), truthiness, floor division, code
  * point indexing) and undefined names as jinja2.Undefined. Anything else
- * ({% include %}, {% call %}, {% with %}, {% raw %}, recursive loops,
+ * ({% include %}, {% call %}, {% raw %}, varargs/kwargs/caller in macros, recursive loops,
  * str.format, '%' formatting, other filters/tests/methods, integers past 64
  * bits, Markup arithmetic) is TXC_ERR_UNSUPPORTED naming the construct and
  * its line, never a silently different text. Known differences: case

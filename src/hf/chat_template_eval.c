@@ -1304,16 +1304,32 @@ typedef struct jopts {
     const char *item_sep, *key_sep;
     size_t item_sep_n, key_sep_n;
     bool sort_keys;
+    bool ascii;
 } jopts;
 
-static void json_str(rctx *c, sbuf *b, const char *s, size_t n)
+static void json_str(rctx *c, sbuf *b, const char *s, size_t n, bool ascii)
 {
     sb_put(c, b, "\"", 1);
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)s[i];
         const char *esc = NULL;
-        char tmp[8];
+        char tmp[16];
+        if (ascii && ch >= 0x80) { /* ensure_ascii: \uXXXX, surrogate pairs past the BMP */
+            uint32_t cp;
+            size_t w = ct_utf8_decode(s + i, n - i, &cp);
+            sb_put(c, b, s + i - run, run);
+            run = 0;
+            if (cp >= 0x10000) {
+                uint32_t v = cp - 0x10000;
+                snprintf(tmp, sizeof tmp, "\\u%04x\\u%04x", 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF));
+            } else {
+                snprintf(tmp, sizeof tmp, "\\u%04x", (unsigned)cp);
+            }
+            sb_puts(c, b, tmp);
+            i += w - 1;
+            continue;
+        }
         if (ch == '"')
             esc = "\\\"";
         else if (ch == '\\')
@@ -1360,7 +1376,7 @@ static void json_dump(rctx *c, sbuf *b, const ct_value *v, const jopts *o, int l
     case CT_BOOL: sb_puts(c, b, v->b ? "true" : "false"); return;
     case CT_INT: sb_printf(c, b, "%lld", (long long)v->i); return;
     case CT_FLOAT: float_repr(c, b, v->f, true); return;
-    case CT_STR: json_str(c, b, v->str.s, v->str.n); return;
+    case CT_STR: json_str(c, b, v->str.s, v->str.n, o->ascii); return;
     case CT_LIST:
         if (v->list.n == 0) {
             sb_puts(c, b, "[]");
@@ -1403,11 +1419,11 @@ static void json_dump(rctx *c, sbuf *b, const ct_value *v, const jopts *o, int l
                 json_newline(c, b, o, level + 1);
             const ct_value *k = v->dict.keys[i];
             if (k->kind == CT_STR) {
-                json_str(c, b, k->str.s, k->str.n);
+                json_str(c, b, k->str.s, k->str.n, o->ascii);
             } else if (k->kind == CT_INT || k->kind == CT_FLOAT || k->kind == CT_BOOL || k->kind == CT_NONE) {
                 sbuf kb = {0};
                 json_dump(c, &kb, k, o, level + 1, line);
-                json_str(c, b, kb.p, kb.n);
+                json_str(c, b, kb.p, kb.n, o->ascii);
             } else {
                 rfail(c, TXC_ERR_INVALID, line, "keys must be str, int, float, bool or None, not %s", type_name(k));
             }
@@ -2257,9 +2273,8 @@ static ct_value *apply_filter(rctx *c, const ct_node *f, ct_value *v, const args
     case FL_TOJSON: {
         static const char *const nm[] = {"ensure_ascii", "indent", "separators", "sort_keys", NULL};
         bind(c, a, nm, p, what, line);
-        if (p[0] && truthy(p[0]))
-            rfail(c, TXC_ERR_UNSUPPORTED, line, "tojson(ensure_ascii=True) is not supported");
         jopts o = {0};
+        o.ascii = p[0] && truthy(p[0]);
         sbuf ind = {0};
         if (p[1] && p[1]->kind != CT_NONE) {
             if (p[1]->kind == CT_STR) {
@@ -2889,6 +2904,16 @@ static void exec_stmt(rctx *c, const ct_node *s)
     case N_BREAK: c->ctl = 1; return;
     case N_CONTINUE: c->ctl = 2; return;
     case N_BODY: exec_body(c, s->body, s->nbody); return;
+    case N_WITH: {
+        frame *outer = c->cur;
+        frame *f = frame_new(c, outer);
+        for (size_t i = 0; i < s->nnames; i++)
+            frame_set(c, f, s->names[i], eval(c, s->args[i]));
+        c->cur = f;
+        exec_body(c, s->body, s->nbody);
+        c->cur = outer;
+        return;
+    }
     default: rfail(c, TXC_ERR_INTERNAL, s->line, "bad statement node %d", (int)s->kind);
     }
 }

@@ -91,6 +91,7 @@ typedef enum ct_node_kind {
     N_CONTINUE,
     N_FILTERBLOCK, /* body, filters */
     N_BODY,        /* body only ({% generation %}) */
+    N_WITH,        /* names = variables, args = their values, body */
     /* expressions */
     E_CONST,   /* value */
     E_NAME,    /* name */

@@ -161,6 +161,7 @@ typedef struct pctx {
     size_t ntoks, cap;
     size_t pos; /* parser position in toks */
     int depth;
+    int in_macro;
 } pctx;
 
 static _Noreturn void perr(pctx *c, txc_status st, int line, const char *fmt, ...)
@@ -671,6 +672,8 @@ static ct_node *parse_primary(pctx *c)
             nd->value = const_val(c, CT_NONE);
             return nd;
         }
+        if (c->in_macro && (!strcmp(t->s, "varargs") || !strcmp(t->s, "kwargs") || !strcmp(t->s, "caller")))
+            perr(c, TXC_ERR_UNSUPPORTED, t->line, "'%s' in a macro is not supported", t->s);
         nd = node(c, E_NAME, t->line);
         nd->name = t->s;
         return nd;
@@ -1173,6 +1176,7 @@ static const char *const end_set[] = {"endset", NULL};
 static const char *const end_macro[] = {"endmacro", NULL};
 static const char *const end_filter[] = {"endfilter", NULL};
 static const char *const end_gen[] = {"endgeneration", NULL};
+static const char *const end_with[] = {"endwith", NULL};
 
 static void parse_filter_chain(pctx *c, ct_node *nd)
 {
@@ -1312,7 +1316,9 @@ static ct_node *parse_stmt(pctx *c, const char *kw, int line)
         nd->nnames = params.n;
         nd->args = defs.v;
         nd->nargs = defs.n;
+        c->in_macro++;
         nd->body = parse_body(c, end_macro, &nd->nbody, &which);
+        c->in_macro--;
         if (cur(c)->t == T_NAME) /* {% endmacro name %} */
             c->pos++;
         expect_bend(c);
@@ -1338,7 +1344,26 @@ static ct_node *parse_stmt(pctx *c, const char *kw, int line)
         expect_bend(c);
         return nd;
     }
-    static const char *const known[] = {"call", "with", "block", "extends", "include", "import", "from",
+    if (!strcmp(kw, "with")) { /* {% with a = x, b = y %}: a scope; values from the outer one */
+        nd = node(c, N_WITH, line);
+        nlist names = {0}, vals = {0};
+        while (cur(c)->t != T_BEND) {
+            if (names.n)
+                expect_op(c, ",");
+            nl_push(c, &names, (ct_node *)expect_name(c));
+            expect_op(c, "=");
+            nl_push(c, &vals, parse_expr(c));
+        }
+        expect_bend(c);
+        nd->names = (const char **)names.v;
+        nd->nnames = names.n;
+        nd->args = vals.v;
+        nd->nargs = vals.n;
+        nd->body = parse_body(c, end_with, &nd->nbody, &which);
+        expect_bend(c);
+        return nd;
+    }
+    static const char *const known[] = {"call", "block", "extends", "include", "import", "from",
                                         "autoescape", "do", "raw", "trans", "pluralize", NULL};
     for (int k = 0; known[k]; k++)
         if (!strcmp(kw, known[k]))
