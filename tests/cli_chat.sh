@@ -63,6 +63,20 @@ for mode in "--no-jit" "--cache dynamic" "--cache none" "--cache dynamic --no-ji
     && ok "chat $mode: the same replies" || bad "chat $mode: $(cat "$tmp/o2") $(cat "$tmp/e2")"
 done
 
+# The replies of transformers' chat (scripts/gen_chat_fixtures.py: the same
+# templates and turns, greedy, generate over each turn's rendered prompt).
+FIX=${TXC_SOURCE_DIR:?set by ctest}/tests/fixtures
+for jit in --jit --no-jit; do
+  printf 'Once upon a time\nLily and Ben went to the park.\nThe dog said\n' \
+    | "$TXC" chat --model "$tmp/tl" --max-new-tokens 24 --no-compile-cache $jit >"$tmp/ref" 2>&1 \
+    && cmp -s "$tmp/ref" "$FIX/chat_stories260k_tinyllama.txt" && ok "TinyLlama template: transformers' replies ($jit)" \
+    || bad "TinyLlama template vs transformers ($jit): $(diff "$tmp/ref" "$FIX/chat_stories260k_tinyllama.txt")"
+  printf 'Once upon a time\nLily and Ben\nThe end\n' \
+    | "$TXC" chat --model "$tmp/inst" --max-new-tokens 24 --no-compile-cache $jit >"$tmp/ref" 2>&1 \
+    && cmp -s "$tmp/ref" "$FIX/chat_stories260k_mistral.txt" && ok "Mistral template: transformers' replies ($jit)" \
+    || bad "Mistral template vs transformers ($jit): $(diff "$tmp/ref" "$FIX/chat_stories260k_mistral.txt")"
+done
+
 # --- exactly one BOS: the template writes it, the tokenizer adds none ----------
 printf 'Once upon a time\nLily and Ben\nThe end\n' \
   | "$TXC" chat --model "$tmp/inst" --max-new-tokens 20 --verbose --no-compile-cache >"$tmp/out" 2>"$tmp/err"

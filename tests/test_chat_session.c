@@ -243,6 +243,50 @@ static void test_capacity(void **state)
     }
 }
 
+/* transformers' chats (scripts/gen_chat_fixtures.py): each turn's prompt
+ * ids (the rendered conversation, tokenized without special tokens) give
+ * transformers' new ids through one session, eager and compiled. */
+static void test_transformers_chats(void **state)
+{
+    fixture *f = *state;
+    cJSON *ref = tu_load_json("tests/fixtures/chat_stories260k.json");
+    const int max_new = cJSON_GetObjectItem(ref, "max_new_tokens")->valueint;
+    for (int jit = 0; jit < 2; jit++) {
+        const cJSON *chat;
+        cJSON_ArrayForEach(chat, cJSON_GetObjectItem(ref, "chats"))
+        {
+            txc_generator *gen = txc_generator_new(f->m);
+            txc_generator_session *sess = txc_generator_session_new(gen, TXC_CACHE_STATIC, 512);
+            assert_non_null(sess);
+            txc_generate_options o = txc_generate_default_options(f->m, model_dir()); /* eos [1, 2] */
+            o.max_new_tokens = max_new;
+            o.jit = jit;
+            int turn = 0;
+            const cJSON *t;
+            cJSON_ArrayForEach(t, cJSON_GetObjectItem(chat, "turns"))
+            {
+                seq s = {.n = 0}, want = {.n = 0};
+                const cJSON *v;
+                cJSON_ArrayForEach(v, cJSON_GetObjectItem(t, "prompt_ids")) s.ids[s.n++] = v->valueint;
+                cJSON_ArrayForEach(v, cJSON_GetObjectItem(t, "new_ids")) want.ids[want.n++] = v->valueint;
+                txc_generate_result r;
+                assert_int_equal(txc_generator_session_run(sess, s.ids, s.n, &o, &r), TXC_OK);
+                if (r.n_new != want.n || memcmp(r.new_ids, want.ids, sizeof(int32_t) * (size_t)want.n) != 0)
+                    fail_msg("%s turn %d (jit %d): new ids differ from transformers'",
+                             cJSON_GetObjectItem(chat, "name")->valuestring, turn + 1, jit);
+                if (turn > 0) /* the previous turn's prompt at least came from the cache */
+                    assert_true(r.n_reused > 0 && r.n_prefilled < s.n);
+                txc_generate_result_free(&r);
+                turn++;
+            }
+            assert_int_equal(turn, 3);
+            txc_generator_session_free(sess);
+            txc_generator_free(gen);
+        }
+    }
+    cJSON_Delete(ref);
+}
+
 static void test_session_new_errors(void **state)
 {
     fixture *f = *state;
@@ -269,7 +313,7 @@ int main(void)
         cmocka_unit_test(test_turns_dynamic_eager), cmocka_unit_test(test_turns_dynamic_jit),
         cmocka_unit_test(test_turns_none),          cmocka_unit_test(test_turns_sampled),
         cmocka_unit_test(test_divergence),          cmocka_unit_test(test_capacity),
-        cmocka_unit_test(test_session_new_errors),
+        cmocka_unit_test(test_transformers_chats), cmocka_unit_test(test_session_new_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
