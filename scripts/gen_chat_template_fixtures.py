@@ -217,6 +217,9 @@ JINJA = [
     ("reverse_sort", "{{ xs | reverse | list }}{{ 'abc' | reverse }}{{ xs | sort }}{{ ws | sort }}"
                      "{{ ws | sort(reverse=true) }}{{ xs | unique | list }}{{ xs | sum }}{{ xs | min }}{{ xs | max }}",
      {"xs": [3, 1, 2, 3], "ws": ["b", "A", "c"]}),
+    ("dictsort", "{% for k, v in d | dictsort %}{{ k }}{{ v }}{% endfor %}|{{ d | dictsort(by='value') }}|"
+                 "{{ d | dictsort(reverse=true) | first }}|{{ d | dictsort(true) | map('first') | join }}",
+     {"d": {"b": 2, "a": 3, "C": 1}}),
     ("filter_block", "{% filter upper %}abc {{ 'd' }}{% endfilter %}", {}),
     ("generation_block", "{% for m in messages %}{% generation %}[{{ m.content }}]{% endgeneration %}{% endfor %}", {}),
     ("loop_cycle", "{% for i in range(5) %}{{ loop.cycle('a', 'b') }}{% endfor %}", {}),

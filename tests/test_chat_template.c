@@ -392,7 +392,7 @@ static void test_unsupported(void **state)
     expect_render_error("{{ messages.append(1) }}", TXC_ERR_UNSUPPORTED, "append");
     expect_render_error("{{ 9223372036854775807 + 1 }}", TXC_ERR_UNSUPPORTED, "overflow");
     expect_render_error("{{ ('<' | safe) + 'x' }}", TXC_ERR_UNSUPPORTED, "Markup");
-    expect_render_error("{{ x | dictsort }}", TXC_ERR_UNSUPPORTED, "dictsort");
+    expect_parse_error("{{ x | wordcount }}", TXC_ERR_UNSUPPORTED, "wordcount");
     expect_render_error("{{ joiner() }}", TXC_ERR_UNSUPPORTED, "joiner");
 }
 

@@ -42,7 +42,7 @@
  *              replace tojson (transformers': ensure_ascii, indent,
  *              separators, sort_keys) join default/d items selectattr
  *              rejectattr select reject map list string int float abs round
- *              indent safe escape/e reverse sort unique sum min max
+ *              indent safe escape/e reverse sort dictsort unique sum min max
  *   tests      defined undefined none boolean true false integer float number
  *              string mapping iterable sequence callable sameas in odd even
  *              divisibleby eq ne lt le gt ge (and ==...) lower upper escaped

@@ -2623,8 +2623,39 @@ static ct_value *apply_filter(rctx *c, const ct_node *f, ct_value *v, const args
             acc = arith(c, '+', acc, p[0] ? attr_path(c, items[i], p[0], line) : items[i], line);
         return acc;
     }
-    case FL_DICTSORT:
-        rfail(c, TXC_ERR_UNSUPPORTED, line, "filter 'dictsort' is not supported");
+    case FL_DICTSORT: {
+        static const char *const nm[] = {"case_sensitive", "by", "reverse", NULL};
+        bind(c, a, nm, p, what, line);
+        if (v->kind != CT_DICT)
+            rfail(c, TXC_ERR_INVALID, line, "dictsort: expected a mapping, got %s", type_name(v));
+        int by = 0;
+        if (p[1]) {
+            ct_value *b = need_str(c, p[1], what, line);
+            if (b->str.n == 5 && !memcmp(b->str.s, "value", 5))
+                by = 1;
+            else if (!(b->str.n == 3 && !memcmp(b->str.s, "key", 3)))
+                rfail(c, TXC_ERR_INVALID, line, "You can only sort by either \"key\" or \"value\"");
+        }
+        bool cs = p[0] && truthy(p[0]), rev = p[2] && truthy(p[2]);
+        ct_value *l = dict_items_list(c, v, 0);
+        size_t n = l->list.n;
+        ct_value **keys = ct_alloc(&c->ar, (n ? n : 1) * sizeof *keys);
+        for (size_t i = 0; i < n; i++)
+            keys[i] = sort_key(c, l->list.items[i]->list.items[by], NULL, cs, line);
+        for (size_t i = 1; i < n; i++)
+            for (size_t j = i; j > 0; j--) {
+                int r = compare(c, keys[j - 1], keys[j], "<", line);
+                if (rev ? r >= 0 : r <= 0)
+                    break;
+                ct_value *t = keys[j];
+                keys[j] = keys[j - 1];
+                keys[j - 1] = t;
+                t = l->list.items[j];
+                l->list.items[j] = l->list.items[j - 1];
+                l->list.items[j - 1] = t;
+            }
+        return l;
+    }
     }
     rfail(c, TXC_ERR_INTERNAL, line, "unknown filter %d", f->id);
 }
