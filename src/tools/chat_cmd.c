@@ -93,11 +93,26 @@ static bool put_token(void *ctx, int32_t id)
     return true;
 }
 
+/* What every turn uses. */
+typedef struct chat {
+    conversation conv;
+    const txc_chat_template *tpl;
+    const txc_tokenizer *tok;
+    txc_generator_session *sess;
+    txc_cache_kind cache;
+    txc_generate_options opts;
+    const txc_generation_config *gcfg;
+    int64_t max_new_flag;    /* --max-new-tokens, or -1 */
+    int64_t default_max_new; /* generation_config.json's, else 256 */
+    bool verbose;
+} chat;
+
 /* One turn: render, tokenize, generate (streamed), record the reply. */
-static int chat_turn(conversation *conv, const txc_chat_template *tpl, const txc_tokenizer *tok,
-                     txc_generator_session *sess, txc_generate_options *opts, int64_t max_new_flag,
-                     const txc_generation_config *gcfg, int64_t default_max_new, int turn, bool verbose)
+static int chat_turn(chat *c, int turn)
 {
+    conversation *conv = &c->conv;
+    const txc_tokenizer *tok = c->tok;
+    txc_generate_options *opts = &c->opts;
     char *text = NULL, *reply = NULL;
     size_t text_len, reply_len;
     int32_t *ids = NULL;
@@ -107,7 +122,7 @@ static int chat_turn(conversation *conv, const txc_chat_template *tpl, const txc
     int rc = 0;
     /* The template writes the special tokens (BOS...): tokenized without
      * the post-processor's, as apply_chat_template(tokenize=True) does. */
-    if (txc_chat_template_render(tpl, conv->msgs, conv->n, true, &text, &text_len) != TXC_OK) {
+    if (txc_chat_template_render(c->tpl, conv->msgs, conv->n, true, &text, &text_len) != TXC_OK) {
         rc = txc_cli_fail_in("chat template");
         goto out;
     }
@@ -115,18 +130,18 @@ static int chat_turn(conversation *conv, const txc_chat_template *tpl, const txc
         rc = txc_cli_fail("tokenizing the conversation");
         goto out;
     }
-    opts->max_new_tokens = txc_cli_max_new_tokens(max_new_flag, gcfg, (int64_t)n_ids, default_max_new);
+    opts->max_new_tokens = txc_cli_max_new_tokens(c->max_new_flag, c->gcfg, (int64_t)n_ids, c->default_max_new);
     if (!(st.detok = txc_detok_stream_new(tok, true))) {
         rc = txc_cli_fail("detokenizer");
         goto out;
     }
     opts->on_token = put_token;
     opts->ctx = &st;
-    txc_status s = txc_generator_session_run(sess, ids, (int64_t)n_ids, opts, &res);
-    if (s == TXC_ERR_CAPACITY && txc_generator_session_max_cache_len(sess) <= (int64_t)n_ids) {
+    txc_status s = txc_generator_session_run(c->sess, ids, (int64_t)n_ids, opts, &res);
+    if (s == TXC_ERR_CAPACITY && c->cache == TXC_CACHE_STATIC) {
         fprintf(stderr, "txc: the conversation has %zu tokens: with a reply it exceeds max_cache_len %lld; start a "
                         "new chat or pass a larger --max-cache-len\n",
-                n_ids, (long long)txc_generator_session_max_cache_len(sess));
+                n_ids, (long long)txc_generator_session_max_cache_len(c->sess));
         rc = EXIT_ERROR;
         goto out;
     }
@@ -152,7 +167,7 @@ static int chat_turn(conversation *conv, const txc_chat_template *tpl, const txc
         rc = txc_cli_fail("the reply");
         goto out;
     }
-    if (verbose) {
+    if (c->verbose) {
         int32_t bos = txc_tokenizer_bos_id(tok);
         size_t n_bos = 0;
         for (size_t i = 0; i < n_ids; i++)
@@ -258,12 +273,13 @@ int txc_cmd_chat(int argc, char **argv)
     txc_cli_gen_flags_apply(&gf, &opts);
     const uint64_t seed = opts.seed;
     int rc = 0;
-    conversation conv = {0};
     txc_generator *gen = txc_cli_generator_new(model, &gf, opts.jit);
     txc_generator_session *sess = gen ? txc_generator_session_new(gen, cache, max_cache_len) : NULL;
+    chat c = {.tpl = tpl, .tok = tok, .sess = sess, .cache = cache, .opts = opts, .gcfg = &gcfg,
+              .max_new_flag = max_new_tokens, .default_max_new = default_max_new, .verbose = verbose};
     if (!sess)
         rc = txc_cli_fail("chat session");
-    else if (system && !conv_add(&conv, "system", system))
+    else if (system && !conv_add(&c.conv, "system", system))
         rc = txc_cli_fail("--system");
     if (rc == 0 && verbose) {
         txc_cli_print_load(stderr, model, load_ms);
@@ -291,13 +307,12 @@ int txc_cmd_chat(int argc, char **argv)
             line[--len] = '\0';
         if (len == 0) /* an empty line is no turn */
             continue;
-        if (!conv_add(&conv, "user", line)) {
+        if (!conv_add(&c.conv, "user", line)) {
             rc = txc_cli_fail("chat");
             break;
         }
-        opts.seed = seed + (uint64_t)(turn - 1);
-        rc = chat_turn(&conv, tpl, tok, sess, &opts, max_new_tokens, &gcfg, default_max_new, turn, verbose);
-        turn++;
+        c.opts.seed = seed + (uint64_t)(turn - 1);
+        rc = chat_turn(&c, turn++);
     }
     if (tty && rc == 0)
         fputc('\n', stdout);
@@ -308,7 +323,7 @@ int txc_cmd_chat(int argc, char **argv)
                 (unsigned long long)(ps.cache_loads + ds.cache_loads));
     }
     free(line);
-    conv_free(&conv);
+    conv_free(&c.conv);
     txc_generator_session_free(sess);
     txc_generator_free(gen);
     txc_tokenizer_free(tok);
