@@ -218,7 +218,8 @@ JINJA = [
                      "{{ ws | sort(reverse=true) }}{{ xs | unique | list }}{{ xs | sum }}{{ xs | min }}{{ xs | max }}",
      {"xs": [3, 1, 2, 3], "ws": ["b", "A", "c"]}),
     ("dictsort", "{% for k, v in d | dictsort %}{{ k }}{{ v }}{% endfor %}|{{ d | dictsort(by='value') }}|"
-                 "{{ d | dictsort(reverse=true) | first }}|{{ d | dictsort(true) | map('first') | join }}",
+                 "{{ d | dictsort(reverse=true) | first }}|{{ d | dictsort(true) | map('first') | join }}|{{ d | last }}"
+                 "{{ d | first }}{{ d | reverse | list }}",
      {"d": {"b": 2, "a": 3, "C": 1}}),
     ("filter_block", "{% filter upper %}abc {{ 'd' }}{% endfilter %}", {}),
     ("generation_block", "{% for m in messages %}{% generation %}[{{ m.content }}]{% endgeneration %}{% endfor %}", {}),

@@ -587,8 +587,7 @@ static size_t length_of(rctx *c, ct_value *v, int line)
     case CT_UNDEF: return 0;
     case CT_STR: return str_cp_count(v->str.s, v->str.n);
     case CT_LIST: return v->list.n;
-    case CT_DICT:
-    case CT_NS: return v->dict.n;
+    case CT_DICT: return v->dict.n;
     default: rfail(c, TXC_ERR_INVALID, line, "object of type '%s' has no len()", type_name(v));
     }
 }
@@ -2247,8 +2246,6 @@ static ct_value *apply_filter(rctx *c, const ct_node *f, ct_value *v, const args
         ct_value **items = iterate(c, v, &n, line);
         if (n == 0)
             return mk_undef(c, "No %s item, sequence was empty.", f->id == FL_FIRST ? "first" : "last");
-        if (f->id == FL_LAST && v->kind == CT_DICT)
-            rfail(c, TXC_ERR_INVALID, line, "'dict' object is not reversible");
         return f->id == FL_FIRST ? items[0] : items[n - 1];
     }
     case FL_UPPER:
@@ -2544,8 +2541,6 @@ static ct_value *apply_filter(rctx *c, const ct_node *f, ct_value *v, const args
                 sb_put(c, &b, v->str.s + off[k], off[k + 1] - off[k]);
             return sb_value(c, &b);
         }
-        if (v->kind == CT_DICT)
-            rfail(c, TXC_ERR_INVALID, line, "argument to reversed() must be a sequence");
         size_t n;
         ct_value **items = iterate(c, v, &n, line);
         ct_value *l = mk_list(c, n, false);
