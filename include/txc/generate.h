@@ -147,14 +147,15 @@ txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64
  *   - TXC_CACHE_NONE: every step re-runs the whole sequence (nothing kept).
  * opts->cache and opts->max_cache_len are the session's, not the options'.
  *
- * Errors of txc_generator_session_run: as txc_generator_run, and
- * TXC_ERR_CAPACITY, before any work and leaving the session as it was, when
+ * Errors of txc_generator_session_run: as txc_generator_run (TXC_ERR_INVALID
+ * for ids outside the vocabulary or bad options), and TXC_ERR_CAPACITY when
  * the sequence has max_cache_len ids or more (static: no room for a reply;
- * message "the conversation has N tokens, more than the session's
- * max_cache_len M") or more than max_position_embeddings. A reply that
+ * message "the conversation has N tokens, more than (or: as many as) the
+ * session's max_cache_len M") or more than max_position_embeddings. These
+ * are found before any work and leave the session as it was. A reply that
  * reaches the end of the StaticCache stops early (stop_reason
- * "max_cache_len"). After any other error the session is reset (the next
- * run prefills everything). */
+ * "max_cache_len"). An error during the run (out of memory, a kernel's)
+ * resets the session: the next run prefills everything. */
 typedef struct txc_generator_session txc_generator_session;
 /* A session over `gen` (which must outlive it) with a cache of `kind`;
  * a StaticCache is allocated now, (1, num_key_value_heads, max_cache_len,
