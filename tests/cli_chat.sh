@@ -109,6 +109,17 @@ if command -v script >/dev/null 2>&1; then
   tr -d '\r' <"$tmp/tty" | grep -q '^> .' && ok "\"> \" before each turn on a terminal" \
     || bad "terminal prompt: $(cat -A "$tmp/tty")"
 fi
+# --message ROLE:TEXT: earlier messages; a last user message is answered
+# first, as the same turn read from stdin. (The fixture's first reply is
+# its first line, the second its lines 2-3.)
+"$TXC" chat --model "$tmp/inst" --max-new-tokens 20 --no-compile-cache --message "user:Once upon a time" \
+  </dev/null >"$tmp/m1" 2>&1 && cmp -s "$tmp/c1" "$tmp/m1" && ok "--message user:TEXT answered like a stdin turn" \
+  || bad "--message user: $(cat "$tmp/m1") vs $(cat "$tmp/c1")"
+printf 'Lily and Ben\n' | "$TXC" chat --model "$tmp/inst" --max-new-tokens 24 --no-compile-cache --verbose \
+  --message "user:Once upon a time" --message "assistant:$(head -n1 "$FIX/chat_stories260k_mistral.txt")" \
+  >"$tmp/m2" 2>"$tmp/m2e" && [ "$(cat "$tmp/m2")" = "$(sed -n 2,3p "$FIX/chat_stories260k_mistral.txt")" ] \
+  && grep -q "^turn 1: .*, 0 reused" "$tmp/m2e" && ok "--message user/assistant then stdin: transformers' second reply" \
+  || bad "--message history: $(cat "$tmp/m2") $(cat "$tmp/m2e")"
 # Sampling: the same seed, the same chat.
 chat --model "$tmp/tl" --do-sample --seed 7 >"$tmp/s1" 2>&1 && chat --model "$tmp/tl" --do-sample --seed 7 --no-jit \
   >"$tmp/s2" 2>&1 && cmp -s "$tmp/s1" "$tmp/s2" && ok "--do-sample --seed: reproducible, eager = compiled" \
@@ -135,6 +146,7 @@ expect_error "--max-cache-len too small for the second turn" "exceeds max_cache_
 grep -q . "$tmp/o" && ok "the first turn's reply was printed before the error" || bad "no first reply"
 expect_error "the template refuses (raise_exception)" "Conversation roles must alternate" \
   chat --model "$tmp/inst" --system "Be brief."
+expect_error "--message without a role" "ROLE:TEXT" "$TXC" chat --model "$tmp/tl" --message "Hello"
 expect_error "missing folder" "does not exist" "$TXC" chat --model "$tmp/no-such-model"
 expect_error "bad --max-new-tokens" "max-new-tokens" "$TXC" chat --model "$tmp/tl" --max-new-tokens 0
 expect_error "bad --cache" "none, dynamic or static" "$TXC" chat --model "$tmp/tl" --cache paged

@@ -18,7 +18,8 @@
 static void usage_chat(FILE *f)
 {
     fprintf(f,
-            "usage: txc chat [--model DIR] [--system TEXT] [--max-new-tokens N] [--max-cache-len N]\n"
+            "usage: txc chat [--model DIR] [--system TEXT] [--message ROLE:TEXT]... [--max-new-tokens N]\n"
+            "                [--max-cache-len N]\n"
             "                [--cache static|dynamic|none] [--verbose] [--jit|--no-jit]\n"
             "                [--do-sample|--greedy] [--temperature F] [--top-k N] [--top-p F]\n"
             "                [--min-p F] [--repetition-penalty F] [--seed N]\n"
@@ -33,6 +34,9 @@ static void usage_chat(FILE *f)
             "lines are skipped; end of input ends the chat.\n"
             "  --model DIR         model folder (default: $TXC_MODEL, else " DEFAULT_MODEL_REL ")\n"
             "  --system TEXT       a system message first\n"
+            "  --message ROLE:TEXT a message of the conversation before the turns read from stdin\n"
+            "                      (repeatable, in order, after --system: earlier turns, examples);\n"
+            "                      when the last one is the user's, it is answered first\n"
             "  --max-new-tokens N  at most N tokens per reply (default: generation_config.json,\n"
             "                      else 256); a reply also stops at any eos_token_id\n"
             "  --max-cache-len N   the conversation's StaticCache length, prompt and replies\n"
@@ -43,7 +47,9 @@ static void usage_chat(FILE *f)
             "                      (sampled turns use the seeds N, N + 1, ...)\n");
 }
 
-/* The conversation: roles are static strings, contents owned. */
+#define MAX_MESSAGES 256 /* --message options */
+
+/* The conversation (roles and contents owned). */
 typedef struct conversation {
     txc_chat_message *msgs;
     size_t n, cap;
@@ -59,18 +65,23 @@ static bool conv_add(conversation *c, const char *role, const char *content)
         c->msgs = m;
         c->cap = cap;
     }
-    char *copy = strdup(content);
-    if (!copy)
+    char *r = strdup(role), *copy = strdup(content);
+    if (!r || !copy) {
+        free(r);
+        free(copy);
         return false;
-    c->msgs[c->n].role = role;
+    }
+    c->msgs[c->n].role = r;
     c->msgs[c->n++].content = copy;
     return true;
 }
 
 static void conv_free(conversation *c)
 {
-    for (size_t i = 0; i < c->n; i++)
+    for (size_t i = 0; i < c->n; i++) {
+        free((char *)c->msgs[i].role);
         free((char *)c->msgs[i].content);
+    }
     free(c->msgs);
 }
 
@@ -202,11 +213,14 @@ int txc_cmd_chat(int argc, char **argv)
     bool verbose = false;
     txc_cli_gen_flags gf;
     txc_cli_gen_flags_init(&gf);
-    enum { OPT_SYSTEM = 256 };
+    enum { OPT_SYSTEM = 256, OPT_MESSAGE };
+    const char *messages[MAX_MESSAGES]; /* --message ROLE:TEXT, in order */
+    int n_messages = 0;
     static const struct option longopts[] = {
         TXC_CLI_GEN_LONGOPTS,
         {"model", required_argument, 0, 'm'},
         {"system", required_argument, 0, OPT_SYSTEM},
+        {"message", required_argument, 0, OPT_MESSAGE},
         {"max-new-tokens", required_argument, 0, 'n'},
         {"max-cache-len", required_argument, 0, 'L'},
         {"cache", required_argument, 0, 'c'},
@@ -218,7 +232,7 @@ int txc_cmd_chat(int argc, char **argv)
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "m:n:L:c:vh", longopts, NULL)) != -1) {
-        if (optarg && optarg[0] == '-' && optarg[1] == '-' && ch != OPT_SYSTEM) {
+        if (optarg && optarg[0] == '-' && optarg[1] == '-' && ch != OPT_SYSTEM && ch != OPT_MESSAGE) {
             fprintf(stderr, "txc: %s needs a value (got the option '%s')\n",
                     optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1], optarg);
             return EXIT_ERROR;
@@ -231,6 +245,17 @@ int txc_cmd_chat(int argc, char **argv)
         switch (ch) {
         case 'm': model_dir = optarg; break;
         case OPT_SYSTEM: system = optarg; break;
+        case OPT_MESSAGE:
+            if (optarg[0] == ':' || !strchr(optarg, ':') || strchr(optarg, ':') - optarg > 64) {
+                fprintf(stderr, "txc: --message expects ROLE:TEXT (e.g. user:Hello), got '%s'\n", optarg);
+                return EXIT_ERROR;
+            }
+            if (n_messages == MAX_MESSAGES) {
+                fprintf(stderr, "txc: at most %d --message options\n", MAX_MESSAGES);
+                return EXIT_ERROR;
+            }
+            messages[n_messages++] = optarg;
+            break;
         case 'n':
             if (!txc_cli_parse_int("--max-new-tokens", optarg, 1, &max_new_tokens))
                 return EXIT_ERROR;
@@ -281,6 +306,13 @@ int txc_cmd_chat(int argc, char **argv)
         rc = txc_cli_fail("chat session");
     else if (system && !conv_add(&c.conv, "system", system))
         rc = txc_cli_fail("--system");
+    for (int i = 0; i < n_messages && rc == 0; i++) {
+        const char *colon = strchr(messages[i], ':');
+        char role[80];
+        snprintf(role, sizeof role, "%.*s", (int)(colon - messages[i]), messages[i]);
+        if (!conv_add(&c.conv, role, colon + 1))
+            rc = txc_cli_fail("--message");
+    }
     if (rc == 0 && verbose) {
         txc_cli_print_load(stderr, model, load_ms);
         if (cache == TXC_CACHE_STATIC)
@@ -295,7 +327,12 @@ int txc_cmd_chat(int argc, char **argv)
     const bool tty = isatty(STDIN_FILENO);
     char *line = NULL;
     size_t line_cap = 0;
-    for (int turn = 1; rc == 0;) {
+    int turn = 1;
+    if (rc == 0 && c.conv.n > 0 && strcmp(c.conv.msgs[c.conv.n - 1].role, "user") == 0) {
+        c.opts.seed = seed; /* --message user:...: answered first */
+        rc = chat_turn(&c, turn++);
+    }
+    while (rc == 0) {
         if (tty) {
             fputs("> ", stdout);
             fflush(stdout);
