@@ -119,11 +119,30 @@ txc_status tk_unicode_normalize(tk_nf form, tk_buf *b)
     }
     /* Characters the crate's Unicode 9.0 tables do not know have no
      * decomposition, combining class 0 and no composition: each one stands
-     * alone, and the text between them is normalized on its own. */
+     * alone, and the text between them is normalized on its own.
+     * The text is also cut before each ASCII character: a starter with no
+     * decomposition that never composes with what precedes it, so that
+     * normalize(x y) = normalize(x) normalize(y) in every form; an ASCII
+     * character followed by another (or by the end) is copied as it is,
+     * and utf8proc only sees the runs around non-ASCII text. */
     tk_buf out = {0};
     txc_status st = TXC_OK;
     size_t run = 0;
     for (size_t i = 0; i < b->n && !st;) {
+        if ((unsigned char)b->p[i] < 0x80) {
+            if (run < i)
+                st = nf_map(b->p + run, i - run, opt, &out);
+            size_t j = i; /* the last ASCII character of the stretch */
+            while (j + 1 < b->n && (unsigned char)b->p[j + 1] < 0x80)
+                j++;
+            if (j + 1 == b->n)
+                j = b->n; /* to the end: all copied */
+            if (!st)
+                st = tk_buf_append(&out, b->p + i, j - i);
+            run = j; /* p[j] may compose with what follows: it starts the next run */
+            i = j < b->n ? j + 1 : j;
+            continue;
+        }
         size_t cl;
         uint32_t c = tk_utf8_decode(b->p + i, &cl);
         if (c >= 0x80 && !in_unicode9(c)) {
