@@ -133,9 +133,10 @@ static txc_status load_vocab(tk_bpe *m, const cJSON *vocab)
         snprintf(name, sizeof name, "<0x%02X>", b);
         m->byte_ids[b] = tk_strmap_get(&m->vocab, name, 6);
     }
-    for (int c = 0; c < 128; c++) {
-        char ch = (char)c;
-        m->ascii_ids[c] = tk_strmap_get(&m->vocab, &ch, 1);
+    for (uint32_t c = 0; c < 0x800; c++) {
+        char ch[4];
+        size_t cl = tk_utf8_encode(c, ch);
+        m->char_ids[c] = tk_strmap_get(&m->vocab, ch, cl);
     }
     m->cut_at_meta = tk_strmap_get(&m->vocab, META, 3) >= 0;
     for (size_t i = 0; i < m->vocab.n && m->cut_at_meta; i++) {
@@ -217,8 +218,8 @@ txc_status tk_bpe_load(tk_bpe *m, const cJSON *model)
     memset(m, 0, sizeof *m);
     for (int i = 0; i < 256; i++)
         m->byte_ids[i] = -1;
-    for (int i = 0; i < 128; i++)
-        m->ascii_ids[i] = -1;
+    for (int i = 0; i < 0x800; i++)
+        m->char_ids[i] = -1;
     if (!cJSON_IsObject(model))
         return txc_error(TXC_ERR_FORMAT, "tokenizer.json: 'model' is missing or not an object");
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(model, "type");
@@ -572,7 +573,9 @@ static txc_status merge_word(const tk_bpe *m, const char *s, size_t len, tk_bpe_
     for (size_t i = 0; i < len;) {
         size_t cl = tk_utf8_len((unsigned char)s[i]);
         unsigned char c0 = (unsigned char)s[i];
-        int32_t id = c0 < 0x80 ? m->ascii_ids[c0] : tk_strmap_get(&m->vocab, s + i, cl);
+        int32_t id = c0 < 0x80  ? m->char_ids[c0]
+                     : cl == 2  ? m->char_ids[(c0 & 0x1Fu) << 6 | ((unsigned char)s[i + 1] & 0x3Fu)]
+                                : tk_strmap_get(&m->vocab, s + i, cl);
         if (id >= 0) {
             if (have_unk) {
                 word_add(w, &nw, unk_id, unk_len);

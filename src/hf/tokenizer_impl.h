@@ -407,7 +407,8 @@ typedef struct tk_bpe {
     } *meta_exc;
     size_t n_meta_exc;
     int32_t byte_ids[256]; /* id of "<0xXX>" or -1 */
-    int32_t ascii_ids[128]; /* id of each 1-byte char, or -1 (a lookup cache) */
+    int32_t char_ids[0x800]; /* id of each char U+0000..U+07FF (1 or 2 bytes, which covers
+                                the ByteLevel alphabet), or -1: a lookup cache */
 } tk_bpe;
 
 /* Parse the "model" object. Errors: TXC_ERR_FORMAT, TXC_ERR_UNSUPPORTED. */
