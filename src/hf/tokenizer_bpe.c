@@ -454,12 +454,16 @@ void tk_bpe_cache_free(tk_bpe_cache *c)
 }
 
 /* The ids of one part (a word, or a part of a word cut before a "▁"): from
- * the cache, else merged and added to it. */
+ * the cache, else merged and added to it. `vocab_first` (ignore_merges, the
+ * part being the whole word): on a cache miss the word's own id when the
+ * vocab has it (cached too). */
 static txc_status tokenize_part(const tk_bpe *m, const char *s, size_t len, tk_bpe_cache *cache,
-                                int32_t **ids, size_t *n, size_t *cap)
+                                bool vocab_first, int32_t **ids, size_t *n, size_t *cap)
 {
-    if (!cache || len >= CACHE_MAX_WORD)
-        return merge_word(m, s, len, cache, ids, n, cap);
+    if (!cache || len >= CACHE_MAX_WORD) {
+        int32_t id = vocab_first ? tk_strmap_get(&m->vocab, s, len) : -1;
+        return id >= 0 ? push_id(ids, n, cap, id) : merge_word(m, s, len, cache, ids, n, cap);
+    }
     uint32_t h = word_hash(s, len);
     size_t k;
     const int32_t *hit = cache_get(cache, s, len, h, &k);
@@ -479,7 +483,8 @@ static txc_status tokenize_part(const tk_bpe *m, const char *s, size_t len, tk_b
         return TXC_OK;
     }
     size_t before = *n;
-    txc_status st = merge_word(m, s, len, cache, ids, n, cap);
+    int32_t id = vocab_first ? tk_strmap_get(&m->vocab, s, len) : -1;
+    txc_status st = id >= 0 ? push_id(ids, n, cap, id) : merge_word(m, s, len, cache, ids, n, cap);
     if (!st)
         st = cache_put(cache, s, len, h, *ids + before, *n - before);
     return st;
@@ -502,13 +507,13 @@ txc_status tk_bpe_tokenize(const tk_bpe *m, const char *s, size_t len, tk_bpe_ca
 {
     if (len == 0)
         return TXC_OK;
-    if (m->ignore_merges) { /* the whole word only, as the crate */
+    if (!m->cut_at_meta) /* ignore_merges: the whole word first, as the crate */
+        return tokenize_part(m, s, len, cache, m->ignore_merges, ids, n, cap);
+    if (m->ignore_merges) {
         int32_t id = tk_strmap_get(&m->vocab, s, len);
         if (id >= 0)
             return push_id(ids, n, cap, id);
     }
-    if (!m->cut_at_meta)
-        return tokenize_part(m, s, len, cache, ids, n, cap);
     /* Cut before each "▁" that follows another character: the merges on
      * each part are exactly those on the whole word (none can span a cut),
      * so each part can be merged (and cached) on its own. Without a
@@ -519,13 +524,13 @@ txc_status tk_bpe_tokenize(const tk_bpe *m, const char *s, size_t len, tk_bpe_ca
     for (size_t i = 1; i + 3 <= len; i++) {
         if (s[i] == META[0] && !memcmp(s + i, META, 3) &&
             !(i >= 3 && !memcmp(s + i - 3, META, 3)) && !meta_exc_at(m, s, len, i)) {
-            txc_status st = tokenize_part(m, s + start, i - start, cache, ids, n, cap);
+            txc_status st = tokenize_part(m, s + start, i - start, cache, false, ids, n, cap);
             if (st)
                 return st;
             start = i;
         }
     }
-    return tokenize_part(m, s + start, len - start, cache, ids, n, cap);
+    return tokenize_part(m, s + start, len - start, cache, false, ids, n, cap);
 }
 
 /* BPE::merge_word + Word::merge_all on one word. */

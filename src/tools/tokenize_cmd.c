@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 
 
@@ -184,6 +185,23 @@ static uint64_t ids_fnv1a64(const int32_t *ids, size_t n)
     return h;
 }
 
+/* Sorts v[0..n) and returns its median. */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* CPU time of this process in ms (what other load on the machine does not
+ * inflate, unlike the wall clock). */
+static double cpu_ms(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 /* --bench: encode the whole file `repeat` + 1 times (the first is a warm-up)
  * and print the median. */
 static int run_bench(const txc_tokenizer *tok, const char *model, double load_ms, const char *path,
@@ -204,7 +222,8 @@ static int run_bench(const txc_tokenizer *tok, const char *model, double load_ms
         fprintf(stderr, "txc: cannot read %s: %s\n", path, strerror(err ? err : EIO));
         return EXIT_ERROR;
     }
-    double *ms = malloc(2 * (size_t)repeat * sizeof *ms); /* the runs in order, then sorted */
+    /* wall ms of the runs in order, then sorted; CPU ms (this process) sorted */
+    double *ms = malloc(3 * (size_t)repeat * sizeof *ms);
     if (!ms) {
         free(text);
         fprintf(stderr, "txc: out of memory\n");
@@ -217,19 +236,20 @@ static int run_bench(const txc_tokenizer *tok, const char *model, double load_ms
         free(ids);
         ids = NULL;
         txc_clear_error();
-        double t0 = txc_cli_now_ms();
+        double c0 = cpu_ms(), t0 = txc_cli_now_ms();
         if (txc_tokenizer_encode(tok, text, len, add_special, &ids, &n) != TXC_OK)
             rc = txc_cli_fail("encoding");
-        double t1 = txc_cli_now_ms();
-        if (r >= 0)
+        double t1 = txc_cli_now_ms(), c1 = cpu_ms();
+        if (r >= 0) {
             ms[r] = t1 - t0;
+            ms[2 * repeat + r] = c1 - c0;
+        }
     }
     if (!rc) {
         double *sorted = ms + repeat;
         memcpy(sorted, ms, (size_t)repeat * sizeof *ms);
-        qsort(sorted, (size_t)repeat, sizeof *sorted, cmp_double);
-        double med = repeat % 2 ? sorted[repeat / 2]
-                                : 0.5 * (sorted[repeat / 2 - 1] + sorted[repeat / 2]);
+        double *cpu = ms + 2 * repeat;
+        double med = median(sorted, repeat), med_cpu = median(cpu, repeat);
         double mbs = med > 0 ? (double)len / 1e3 / med : 0;
         double tps = med > 0 ? (double)n * 1e3 / med : 0;
         char fnv[17];
@@ -247,6 +267,7 @@ static int run_bench(const txc_tokenizer *tok, const char *model, double load_ms
             cJSON_AddNumberToObject(j, "repeat", repeat);
             cJSON_AddNumberToObject(j, "median_ms", med);
             cJSON_AddNumberToObject(j, "min_ms", sorted[0]);
+            cJSON_AddNumberToObject(j, "median_cpu_ms", med_cpu);
             cJSON_AddNumberToObject(j, "mb_per_s", mbs);
             cJSON_AddNumberToObject(j, "tokens_per_s", tps);
             cJSON_AddNumberToObject(j, "tokens", (double)n);
@@ -262,8 +283,9 @@ static int run_bench(const txc_tokenizer *tok, const char *model, double load_ms
             printf("tokenizer: %s (load %.1f ms)\n", model, load_ms);
             printf("text: %s (%zu bytes), add_special_tokens %s\n", path, len,
                    add_special ? "true" : "false");
-            printf("encode: median %.1f ms of %d runs after 1 warm-up (min %.1f, max %.1f)\n", med,
-                   repeat, sorted[0], sorted[repeat - 1]);
+            printf("encode: median %.1f ms of %d runs after 1 warm-up (min %.1f, max %.1f; "
+                   "CPU time %.1f ms)\n",
+                   med, repeat, sorted[0], sorted[repeat - 1], med_cpu);
             printf("speed: %.2f MB/s, %.0f tokens/s\n", mbs, tps);
             printf("tokens: %zu (ids fnv1a64 %s)\n", n, fnv);
         }
