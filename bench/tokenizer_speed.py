@@ -21,7 +21,9 @@ Timing: both sides encode the whole text as one string with add_special_tokens=F
 warm-up first; txc through `txc tokenize --bench FILE --repeat 1 --json` (encode time only, the
 load excluded), the package through Tokenizer.encode in this process, single-threaded
 (RAYON_NUM_THREADS=1, TOKENIZERS_PARALLELISM=false, set before the import). Runs alternate
-txc / package so that load from other processes hits both alike; the table gives medians.
+txc / package so that load from other processes hits both alike; the table gives medians of
+the wall time, and the ratio of the CPU times too (the process's CPU time during the encode:
+what other load on a shared machine does not inflate).
 """
 import argparse
 import json
@@ -112,7 +114,7 @@ def txc_time(txc, folder, path):
     if p.returncode != 0:
         raise RuntimeError("txc --bench failed on %s: %s" % (folder, p.stderr.decode(errors="replace").strip()))
     j = json.loads(p.stdout)
-    return j["median_ms"] / 1e3, j["tokens"]
+    return j["median_ms"] / 1e3, j["median_cpu_ms"] / 1e3, j["tokens"]
 
 
 def first_difference(a, b):
@@ -143,8 +145,8 @@ def cmd_run(args):
     print("text: %s, %d bytes; tokenizers %s single-threaded (Tokenizer.encode) vs txc "
           "(txc tokenize --bench); add_special_tokens=False; %d interleaved runs each, medians"
           % (args.text, nbytes, tokenizers.__version__, args.runs))
-    hdr = "%-28s %8s %10s %16s %15s  %s" % ("tokenizer", "tokens", "txc MB/s", "tokenizers MB/s",
-                                           "txc/tokenizers", "ids")
+    hdr = "%-28s %8s %9s %16s %15s %10s  %s" % ("tokenizer", "tokens", "txc MB/s", "tokenizers MB/s",
+                                                "txc/tokenizers", "(CPU time)", "ids")
     if args.batch_fast:
         hdr += "; encode_batch_fast([text]): MB/s, txc/that"
     print(hdr)
@@ -165,31 +167,35 @@ def cmd_run(args):
             i = first_difference(got, ref)
             verdict = ("DIFFER: %d vs %d ids, first difference at %d: txc %s, tokenizers %s"
                        % (len(got), len(ref), i, got[i:i + 4], ref[i:i + 4]))
-        t_txc, t_py, t_fast = [], [], []
+        t_txc, t_py, t_fast, c_txc, c_py = [], [], [], [], []
         for _ in range(args.runs):
-            s, n = txc_time(args.txc, folder, args.text)
+            s, c, n = txc_time(args.txc, folder, args.text)
             if n != len(got):
                 raise RuntimeError("txc --bench counted %d tokens, --ids %d" % (n, len(got)))
             t_txc.append(s)
-            t0 = time.perf_counter()
+            c_txc.append(c)
+            c0, t0 = time.process_time(), time.perf_counter()
             tok.encode(text, add_special_tokens=False)
             t_py.append(time.perf_counter() - t0)
+            c_py.append(time.process_time() - c0)
             if args.batch_fast:  # the package's fastest path: no offsets
                 t0 = time.perf_counter()
                 tok.encode_batch_fast([text], add_special_tokens=False)
                 t_fast.append(time.perf_counter() - t0)
         m_txc, m_py = statistics.median(t_txc), statistics.median(t_py)
         row = {"tokenizer": name, "tokens": len(ref), "txc_mb_s": mb / m_txc, "tokenizers_mb_s": mb / m_py,
-               "ratio": m_py / m_txc, "ids_identical": same, "txc_s": t_txc, "tokenizers_s": t_py}
+               "ratio": m_py / m_txc, "cpu_ratio": statistics.median(c_py) / statistics.median(c_txc),
+               "ids_identical": same, "txc_s": t_txc, "tokenizers_s": t_py, "txc_cpu_s": c_txc,
+               "tokenizers_cpu_s": c_py}
         extra = ""
         if args.batch_fast:
             m_fast = statistics.median(t_fast)
             row.update(fast_mb_s=mb / m_fast, fast_ratio=m_fast / m_txc, fast_s=t_fast)
             extra = "; %.2f MB/s, %.2fx" % (row["fast_mb_s"], row["fast_ratio"])
         rows.append(row)
-        print("%-28s %8d %10.2f %16.2f %14.2fx  %s%s" % (name, len(ref), row["txc_mb_s"],
-                                                         row["tokenizers_mb_s"], row["ratio"], verdict,
-                                                         extra))
+        print("%-28s %8d %9.2f %16.2f %14.2fx %9.2fx  %s%s" % (
+            name, len(ref), row["txc_mb_s"], row["tokenizers_mb_s"], row["ratio"], row["cpu_ratio"],
+            verdict, extra))
         sys.stdout.flush()
     if rows:
         print("slowest ratio: %.2fx (%s); ids %s" % (
