@@ -323,7 +323,7 @@ static void usage(FILE *f)
                "  generate   greedy text generation from a Hugging Face model folder\n"
                "  chat       a conversation with a chat model (its chat template; KV cache kept)\n"
                "  bench      the article's table: each cache mode, eager and compiled, timed\n"
-               "  tokenize   text to token ids and pieces (--decode: ids to text)\n"
+               "  tokenize   text to token ids and pieces (--decode: ids to text; --bench: speed)\n"
                "run 'txc <command> --help' for its options; 'txc --version' for the version\n");
 }
 
