@@ -205,10 +205,10 @@ def check(a) -> bool:
                    "--temp", "0", "-t", str(a.threads), "--no-display-prompt", "-no-cnv", "--ignore-eos",
                    "--no-warmup", "-s", "0"])
         llama_text = out.rstrip("\n")
-        same = llama_text == txc_text or llama_text.startswith(txc_text) or txc_text.startswith(llama_text) and llama_text
+        same = bool(txc_text) and llama_text == txc_text
         print(f"check {name}: {'same' if same else 'DIFFERENT'} continuation\n  txc:       {txc_text!r}\n"
               f"  llama.cpp: {llama_text!r}")
-        ok &= bool(same)
+        ok = ok and same
     return ok
 
 

@@ -60,13 +60,13 @@ mkdir -p "$work"
 work=$(cd "$work" && pwd)
 log() { echo "compare_llamacpp: $*" >&2; }
 
-# ---- 1. the Python environment (gguf, numpy, safetensors; no torch) ------------------------------
+# ---- 1. the Python environment (gguf, numpy; no torch) ---------------------------------------------
 venv=$work/venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import gguf, numpy, safetensors' 2>/dev/null; then
-    log "creating $venv (gguf, numpy, safetensors from PyPI)"
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import gguf, numpy' 2>/dev/null; then
+    log "creating $venv (gguf, numpy from PyPI)"
     python3 -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet --upgrade pip
-    "$venv/bin/python" -m pip install --quiet gguf numpy safetensors
+    "$venv/bin/python" -m pip install --quiet gguf numpy
 fi
 py=$venv/bin/python
 
