@@ -5,7 +5,7 @@ Per model, `--pairs` rounds; each round runs, in separate processes, with the ba
 
     txc bench --model HF --dtype bf16 --threads T --prompt-tokens P --new-tokens N
               --modes jit-static --json --no-compile-cache
-    llama-bench -m model.gguf -t T -p P -n N -r 1 -o json --mmap 1      (and/or --mmap 0)
+    llama-bench -m model.gguf -t T -p P -n N -r 1 -o json -lm mmap      (and/or -lm none)
 
 in the order txc, llama.cpp... in even rounds and llama.cpp..., txc in odd ones (so a drift of
 the machine's speed within a round does not favour either side). Each round gives one ratio
@@ -41,9 +41,11 @@ DEFAULT_MODELS = "qwen2.5-0.5b,smollm2-135m,llama-3.2-1b"
 TARGET_DECODE, TARGET_PREFILL = 1.1, 1.0
 
 
-def run(cmd: list[str], timeout: float = 3600) -> str:
+def run(cmd: list[str], timeout: float = 3600, env: dict | None = None) -> str:
     t0 = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if env is not None:
+        env = {k: v for k, v in {**os.environ, **env}.items() if v != ""}
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if p.returncode != 0:
         sys.stderr.write(p.stderr[-3000:])
         raise SystemExit(f"compare_llamacpp: failed (exit {p.returncode}, {time.time() - t0:.0f} s): {' '.join(cmd)}")
@@ -79,20 +81,25 @@ def run_txc(a, hf: str, cfg: dict) -> dict:
         "compile_ms": r["compile_ms"],
         "bytes_per_token": r["bytes_per_token"],
         "weights_in_memory": j.get("weights_in_memory"),
+        "weights": r.get("weights"),  # txc's load: copy (anonymous memory, the default) or mmap
+        "cache_resident": r.get("cache_resident"),  # the weights fit in the last-level cache
     }
 
 
-def run_llama(a, gguf: str, cfg: dict, mmap: int) -> dict:
+LOAD_MODES = {"llama.cpp mmap": "mmap", "llama.cpp no-mmap": "none"}  # llama-bench -lm (--load-mode)
+
+
+def run_llama(a, gguf: str, cfg: dict, side: str) -> dict:
     out = run([os.path.join(a.llama_bin, "llama-bench"), "-m", gguf, "-t", str(a.threads),
                "-p", str(a.prompt_tokens), "-n", str(a.new_tokens), "-r", "1", "-o", "json",
-               "--mmap", str(mmap)])
-    res = {"mmap": mmap}
+               "-lm", LOAD_MODES[side]], env={**a.llama_env, **{k: "" for k in a.llama_unset}})
+    res = {"load_mode": LOAD_MODES[side], "env": a.llama_env}
     for e in json.loads(out):
         if e.get("n_prompt") == a.prompt_tokens and e.get("n_gen", 0) == 0:
             res["prefill_tok_s"] = e["avg_ts"]
         elif e.get("n_gen") == a.new_tokens and e.get("n_prompt", 0) == 0:
             res["decode_tok_s"] = e["avg_ts"]
-        for k in ("build_commit", "cpu_info", "type_k", "flash_attn", "n_threads", "model_type"):
+        for k in ("build_commit", "cpu_info", "type_k", "flash_attn", "n_threads", "model_type", "model_size"):
             if k in e:
                 res.setdefault(k, e[k])
     if "prefill_tok_s" not in res or "decode_tok_s" not in res:
@@ -113,7 +120,7 @@ def fmt(s: dict, unit: str = "", digits: int = 1) -> str:
 def bench_model(a, name: str, folder: str) -> dict:
     cfg = make_model.CONFIGS[name]
     hf, gguf = os.path.join(folder, "hf"), os.path.join(folder, "model.gguf")
-    sides = ["txc"] + [f"llama.cpp mmap={m}" for m in a.mmaps]
+    sides = ["txc"] + a.llama_sides
     runs: list[dict] = []
     probes = [probe(a)]
     for i in range(a.pairs):
@@ -121,18 +128,21 @@ def bench_model(a, name: str, folder: str) -> dict:
         rnd = {}
         for side in order:
             t0 = time.time()
+            load0 = os.getloadavg()[0]
             if side == "txc":
                 r = run_txc(a, hf, cfg)
             else:
-                r = run_llama(a, gguf, cfg, int(side[-1]))
+                r = run_llama(a, gguf, cfg, side)
             r["side"], r["pair"], r["wall_s"] = side, i, round(time.time() - t0, 2)
+            r["loadavg"] = round((load0 + os.getloadavg()[0]) / 2, 2)  # 1-minute load average around the run
             r["membw_before"] = probes[-1]
             probes.append(probe(a))
             r["membw_after"] = probes[-1]
             rnd[side] = r
             runs.append(r)
             print(f"  {name} pair {i + 1}/{a.pairs} {side:18s} decode {r['decode_tok_s']:8.2f} tok/s  "
-                  f"prefill {r['prefill_tok_s']:8.2f} tok/s  membw {r['membw_before']:.1f}/{r['membw_after']:.1f} GB/s",
+                  f"prefill {r['prefill_tok_s']:8.2f} tok/s  membw {r['membw_before']:.1f}/{r['membw_after']:.1f} GB/s"
+                  f"  load {r['loadavg']:.1f}",
                   file=sys.stderr, flush=True)
     # bytes per decode token: txc's own count (weights + its float32 KV over P + N/2 keys); llama.cpp
     # reads the same weights and a float16 KV over N/2 keys (llama-bench's tg starts empty).
@@ -145,7 +155,8 @@ def bench_model(a, name: str, folder: str) -> dict:
             r["bytes_per_token_est"] = w + kv_bytes_per_token(cfg, a.new_tokens / 2, 2)
         bw = (r["membw_before"] + r["membw_after"]) / 2
         r["decode_bw_fraction"] = r["bytes_per_token_est"] * r["decode_tok_s"] / 1e9 / bw
-    summary = {"model": name, "sides": {}, "ratios": {}, "membw_gbps": stats(probes)}
+    summary = {"model": name, "sides": {}, "ratios": {}, "membw_gbps": stats(probes),
+               "loadavg": stats([r["loadavg"] for r in runs]), "cores": os.cpu_count()}
     for side in sides:
         mine = [r for r in runs if r["side"] == side]
         summary["sides"][side] = {k: stats([r[k] for r in mine]) for k in ("decode_tok_s", "prefill_tok_s", "decode_bw_fraction")}
@@ -162,7 +173,6 @@ def bench_model(a, name: str, folder: str) -> dict:
 
 def print_summary(a, res: dict) -> None:
     s = res["summary"]
-    cfg = make_model.CONFIGS[s["model"]]
     print(f"\n{s['model']} ({make_model_checkpoint(s['model'])}, {a.dtype}, {a.threads} threads, "
           f"prompt {a.prompt_tokens}, {a.new_tokens} new tokens, {a.pairs} pairs; median [min..max])")
     print(f"  {'':20s} {'decode tok/s':>26s} {'prefill tok/s':>28s} {'decode bw fraction':>26s}")
@@ -175,7 +185,13 @@ def print_summary(a, res: dict) -> None:
               f"({'meets' if dm >= TARGET_DECODE else 'below'} {TARGET_DECODE:.1f}x)   "
               f"prefill {fmt(v['prefill'], 'x', 2):>22s} ({'meets' if pm >= TARGET_PREFILL else 'below'} {TARGET_PREFILL:.1f}x)")
     print(f"  membw (txc bench --membw, {len(res['probes'])} probes): {fmt(s['membw_gbps'], ' GB/s', 2)}")
-    del cfg
+    env = " ".join(f"{k}={v}" for k, v in a.llama_env.items()) or "none"
+    print(f"  llama-bench environment: {env}{''.join(' ' + k + ' unset' for k in a.llama_unset)}")
+    la = s["loadavg"]
+    print(f"  load average (1 min) around the runs: {fmt(la)} on {s['cores']} cores")
+    if la and s["cores"] and la["max"] > s["cores"] - a.threads + 0.5:
+        print(f"  note: other processes wanted these cores during the runs: the numbers then depend on how"
+              f" each side's threads wait for each other (bench/README.md)")
 
 
 def make_model_checkpoint(name: str) -> str:
@@ -227,13 +243,27 @@ def main(argv=None) -> int:
     ap.add_argument("--mmap", default="both", choices=["both", "on", "off"])
     ap.add_argument("--json")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--llama-env", action="append", default=[], metavar="VAR=VALUE")
     ap.add_argument("--setup-only", action="store_true")
     a = ap.parse_args(argv)
-    a.mmaps = {"both": [1, 0], "on": [1], "off": [0]}[a.mmap]
+    a.llama_sides = {"both": ["llama.cpp mmap", "llama.cpp no-mmap"], "on": ["llama.cpp mmap"],
+                     "off": ["llama.cpp no-mmap"]}[a.mmap]
+    # GNU OpenMP's threads (llama.cpp's default build) spin while waiting; on a machine whose
+    # cores other processes also want, that costs llama.cpp up to 20x (bench/README.md), so they
+    # sleep by default here. --llama-env OMP_WAIT_POLICY= gives back libgomp's own default.
+    env = {"OMP_WAIT_POLICY": "passive"}
+    for kv in a.llama_env:
+        if "=" not in kv or not kv.split("=", 1)[0]:
+            print(f"compare_llamacpp: --llama-env expects VAR=VALUE, got '{kv}'", file=sys.stderr)
+            return 2
+        env[kv.split("=", 1)[0]] = kv.split("=", 1)[1]
+    a.llama_env = {k: v for k, v in env.items() if v != ""}
+    a.llama_unset = [k for k, v in env.items() if v == ""]
     models = [m.strip() for m in a.models.split(",") if m.strip()]
     for m in models:
-        if m not in make_model.CONFIGS:
-            print(f"compare_llamacpp: unknown model '{m}' (known: {', '.join(make_model.CONFIGS)})", file=sys.stderr)
+        known = [k for k, v in make_model.TOKENIZERS.items() if v[1] is not None]
+        if m not in known:
+            print(f"compare_llamacpp: unknown model '{m}' (known: {', '.join(known)})", file=sys.stderr)
             return 2
     if a.pairs < 1 or a.threads < 1 or a.prompt_tokens < 1 or a.new_tokens < 2:
         print("compare_llamacpp: --pairs, --threads, --prompt-tokens must be >= 1, --new-tokens >= 2", file=sys.stderr)
@@ -256,7 +286,7 @@ def main(argv=None) -> int:
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"settings": {k: getattr(a, k) for k in ("models", "pairs", "threads", "prompt_tokens",
-                                                              "new_tokens", "dtype", "mmap")},
+                                                              "new_tokens", "dtype", "mmap", "llama_env")},
                        "check_ok": check_ok, "results": results}, f, indent=1)
     return 0 if check_ok in (None, True) else 1
 

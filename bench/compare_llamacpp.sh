@@ -8,7 +8,8 @@
 #
 # Usage: bench/compare_llamacpp.sh [--models a,b,...] [--pairs N] [--threads N] [--prompt-tokens N]
 #                                  [--new-tokens N] [--json FILE] [--txc PATH] [--shared DIR]
-#                                  [--work DIR] [--mmap both|on|off] [--dtype bf16|f32] [--setup-only] [--check]
+#                                  [--work DIR] [--mmap both|on|off] [--dtype bf16|f32] [--llama-env VAR=VALUE]
+#                                  [--setup-only] [--check]
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -20,18 +21,21 @@ setup_only=0
 pass=()
 
 usage() {
-    sed -n '9,11p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '9,12p' "$0" | sed 's/^# \{0,1\}//'
     cat <<'USAGE'
 
-  --models LIST      comma-separated: qwen2.5-0.5b, smollm2-135m, llama-3.2-1b, stories260k
+  --models LIST      comma-separated: qwen2.5-0.5b, smollm2-135m, llama-3.2-1b (or tiny-llama3,
+                     tiny-qwen2: 2-layer configs for trying the script)
                      (default: qwen2.5-0.5b,smollm2-135m,llama-3.2-1b)
   --pairs N          runs of each side per model, alternated (default 5)
   --threads N        threads for both (default 2)
   --prompt-tokens N  prefill length (default 128)
   --new-tokens N     decode length (default 64)
-  --mmap MODE        llama.cpp's weights: both (default: one run with mmap, one without, per
+  --mmap MODE        llama.cpp's weights (llama-bench -lm mmap | none): both (default: one run of each per
                      pair), on or off
   --json FILE        also write every run and the summary as JSON to FILE
+  --llama-env V=X    an environment variable for llama-bench's runs (repeatable; V= unsets
+                     it); default OMP_WAIT_POLICY=passive (see bench/README.md)
   --txc PATH         the txc binary (default: build/txc)
   --shared DIR       the tokenizers' folder's parent (default: $TXC_SHARED_DIR, else ../shared)
   --work DIR         cache folder: venv, llama.cpp build, models (default: $TXC_BENCH_DIR,
@@ -48,7 +52,7 @@ while [ $# -gt 0 ]; do
         --txc) txc=$2; shift 2 ;;
         --setup-only) setup_only=1; shift ;;
         -h|--help) usage; exit 0 ;;
-        --models|--pairs|--threads|--prompt-tokens|--new-tokens|--mmap|--json|--dtype)
+        --models|--pairs|--threads|--prompt-tokens|--new-tokens|--mmap|--json|--dtype|--llama-env)
             [ $# -ge 2 ] || { echo "compare_llamacpp: $1 needs a value" >&2; exit 2; }
             pass+=("$1" "$2"); shift 2 ;;
         --check) pass+=("$1"); shift ;;
