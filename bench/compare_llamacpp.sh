@@ -65,7 +65,7 @@ work=$(cd "$work" && pwd)
 log() { echo "compare_llamacpp: $*" >&2; }
 
 # ---- 1. the Python environment (gguf, numpy; no torch) ---------------------------------------------
-venv=$work/venv
+venv=$work/venv-llamacpp
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import gguf, numpy' 2>/dev/null; then
     log "creating $venv (gguf, numpy from PyPI)"
     python3 -m venv "$venv"
