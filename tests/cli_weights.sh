@@ -28,7 +28,7 @@ grep -q "^load: [0-9.]* ms (copy, 1.0 MB\(, huge pages\)\?; weights [0-9.]* ms, 
   "$tmp/err.no-mmap" && ok "load line (copy)" || bad "load line (copy): $(grep '^load' "$tmp/err.no-mmap")"
 "$TXC" generate --model "$MODEL" --prompt "Lily and Ben" --max-new-tokens 24 --no-compile-cache --verbose \
   >"$tmp/out.def" 2>"$tmp/err.def"
-grep -q "^load: [0-9.]* ms (copy, " "$tmp/err.def" && ok "the copy is the default" \
+grep -q "^load: [0-9.]* ms (mmap, " "$tmp/err.def" && ok "the mmap is the default" \
   || bad "default: $(grep '^load' "$tmp/err.def")"
 "$TXC" generate --model "$MODEL" --prompt "Lily" --max-new-tokens 4 --no-compile-cache --verbose --no-mmap \
   --no-hugepages >/dev/null 2>"$tmp/err.nh"
@@ -43,7 +43,7 @@ rc=$?
 [ $rc -eq 0 ] && ok "bench --weights mmap,copy (rc 0)" || bad "bench --weights: rc $rc $(cat "$tmp/err")"
 grep -q "^weights: mmap, 1.0 MB (1.0 MB in place in the mmap); load [0-9.]* ms$" "$tmp/table" && ok "mmap load line" \
   || bad "mmap load line: $(grep '^weights' "$tmp/table")"
-grep -q "^weights: copy, 1.0 MB (1.0 MB copied in [0-9.]* ms, \(huge\|small\) pages); load [0-9.]* ms$" "$tmp/table" \
+grep -q "^weights: copy, 1.0 MB (1.0 MB copied in [0-9.]* ms, [0-9.]* GB/s, \(huge\|small\) pages); load [0-9.]* ms$" "$tmp/table" \
   && ok "copy load line" || bad "copy load line: $(grep '^weights' "$tmp/table")"
 for r in jit-static/mmap eager-static/mmap jit-static/copy eager-static/copy; do
   grep -q "^$r  *16 " "$tmp/table" && ok "row $r" || bad "row $r"

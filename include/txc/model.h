@@ -53,20 +53,24 @@ typedef struct txc_model txc_model;
  *         weight page (a 1 GB file opens in milliseconds), pages are read on
  *         first use and are page cache the kernel may evict and re-read;
  *   COPY  one anonymous, 2 MiB-aligned buffer (madvise(MADV_HUGEPAGE) asked
- *         before it is touched; refused is no error), filled with memcpy on
- *         every thread of the pool and then made read-only; the file's
- *         mapping is dropped (each copied range MADV_DONTNEED as it is done,
- *         then munmap), so the pages are not counted twice in the RSS.
- *         llama.cpp's --no-mmap.
- * DEFAULT is TXC_WEIGHTS_DEFAULT_MODE, the faster of the two on the machine
- * this was measured on (README, "bench"). */
+ *         before it is touched; refused is no error), filled on every thread
+ *         of the pool by pread() from the files (the kernel's copy out of
+ *         the page cache; where a file cannot be read, memcpy from the
+ *         mapping, each copied range then MADV_DONTNEED) and then made
+ *         read-only; the files' mapping is dropped (munmap), so no page is
+ *         counted twice in the RSS. llama.cpp's --no-mmap.
+ * DEFAULT is TXC_WEIGHTS_DEFAULT_MODE: the mmap. Measured on a shared
+ * 2-core VM (README, "Where the weights live"), a 1 GB bf16 Qwen2.5-0.5B
+ * decodes at the same speed from either (the medians within the run-to-run
+ * noise, the mmap's slightly ahead at 1 and 2 threads) while the mmap loads
+ * in milliseconds and the copy in seconds. */
 typedef enum txc_weights_mode {
     TXC_WEIGHTS_DEFAULT = 0,
     TXC_WEIGHTS_MMAP = 1,
     TXC_WEIGHTS_COPY = 2,
 } txc_weights_mode;
 
-#define TXC_WEIGHTS_DEFAULT_MODE TXC_WEIGHTS_COPY
+#define TXC_WEIGHTS_DEFAULT_MODE TXC_WEIGHTS_MMAP
 
 /* "mmap", "copy"; "memory" for DEFAULT (a model made in memory, e.g.
  * synthetic, has no file); "?" otherwise. */

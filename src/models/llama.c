@@ -421,7 +421,7 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
     if (s == TXC_OK)
         s = load_weights(m, st);
     if (s == TXC_OK) /* before the close, so that the file's mapping goes with it */
-        s = txc_model_place_weights(m, weights, !(opts && opts->no_hugepages));
+        s = txc_model_place_weights(m, st, weights, !(opts && opts->no_hugepages));
     if (s == TXC_OK && m->arch->rope)
         s = txc_rope_init(&m->rope, c, m->env, m->arch->partial_rotary);
     if (s == TXC_OK && !(m->param_tensors = calloc((size_t)m->n_params + 1, sizeof *m->param_tensors)))

@@ -133,10 +133,14 @@ struct txc_model {
 };
 
 /* Where the weights live (weights.c): with mode COPY, move every parameter
- * whose array is in a file mapping into one anonymous read-only buffer
- * (the tensors keep their identity: their arrays are swapped), on every
- * thread; with MMAP leave them. Fills m->weights. */
-txc_status txc_model_place_weights(txc_model *m, txc_weights_mode mode, bool hugepages);
+ * whose array is in a mapping of `st`'s files into one anonymous read-only
+ * buffer (read from the files; the tensors keep their identity: their
+ * arrays are swapped), on every thread; with MMAP leave them. Fills
+ * m->weights. */
+txc_status txc_model_place_weights(txc_model *m, const txc_safetensors *st, txc_weights_mode mode, bool hugepages);
+/* Tests: copy with memcpy from the mapping (the fallback when a file cannot
+ * be read) instead of pread. */
+void txc_model_test_force_memcpy(bool on);
 
 /* The activation of config.hidden_act (silu, gelu, gelu_pytorch_tanh,
  * gelu_new, relu); NULL input passes through. */

@@ -39,7 +39,7 @@
  * SIMD level the GEMM kernels use.
  *
  * Weights (--model): --mmap / --no-mmap choose where they live (default:
- * the copy, TXC_WEIGHTS_DEFAULT_MODE); --weights mmap,copy runs every row
+ * the mmap, TXC_WEIGHTS_DEFAULT_MODE); --weights mmap,copy runs every row
  * under each, the model reloaded for each, and prints each load's time.
  *
  * Exit status: 0 when the table was made, 2 on any error (one line on
@@ -159,8 +159,8 @@ static void usage_bench(FILE *f)
             "  --threads N          threads (default: $TXC_THREADS, else the CPUs this process may use)\n"
             "  --membw              also measure this machine's read bandwidth and each row's fraction\n"
             "                       of it (alone: the bandwidth only)\n"
-            "  --mmap, --no-mmap    (--model) use the weights in place from the mmap'd file, or copy\n"
-            "                       them into anonymous memory (huge pages; the default)\n"
+            "  --mmap, --no-mmap    (--model) use the weights in place from the mmap'd file (the\n"
+            "                       default), or copy them into anonymous memory (huge pages)\n"
             "  --weights LIST       (--model) run the rows under each of mmap,copy (reloading the model)\n"
             "  --no-hugepages       with the copy: do not ask for transparent huge pages\n");
 }
@@ -536,6 +536,8 @@ static void print_json(const bench_info *bi, const bench_row *rows, int n, bool 
         cJSON_AddNumberToObject(o, "file_mb", round_to((double)l->info.file_bytes / 1e6, 1e-3));
         cJSON_AddBoolToObject(o, "hugepages", l->info.hugepages);
         cJSON_AddNumberToObject(o, "copy_ms", round_to(l->info.copy_ms, 1e-3));
+        cJSON_AddNumberToObject(o, "copy_gbps",
+                                l->info.copy_ms > 0 ? round_to((double)l->info.file_bytes / (l->info.copy_ms * 1e6), 1e-4) : 0);
         cJSON_AddBoolToObject(o, "peak_rss_reset", l->hwm_reset);
         cJSON_AddItemToArray(loads, o);
     }
@@ -650,7 +652,8 @@ static void print_table(const bench_info *bi, const bench_row *rows, int n, bool
         const bench_load *l = &bi->loads[i];
         printf("weights: %s, %.1f MB", txc_weights_mode_name(l->info.mode), (double)l->info.param_bytes / 1e6);
         if (l->info.mode == TXC_WEIGHTS_COPY)
-            printf(" (%.1f MB copied in %.1f ms%s)", (double)l->info.file_bytes / 1e6, l->info.copy_ms,
+            printf(" (%.1f MB copied in %.1f ms, %.2f GB/s%s)", (double)l->info.file_bytes / 1e6, l->info.copy_ms,
+                   l->info.copy_ms > 0 ? (double)l->info.file_bytes / (l->info.copy_ms * 1e6) : 0.0,
                    l->info.hugepages ? ", huge pages" : ", small pages");
         else if (l->info.mode == TXC_WEIGHTS_MMAP)
             printf(" (%.1f MB in place in the mmap)", (double)l->info.file_bytes / 1e6);
