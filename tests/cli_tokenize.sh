@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end tests of `txc tokenize` as a user runs it: encode to "id<TAB>piece"
-# lines or --ids, --no-special-tokens, --decode [--keep-special], a folder
-# holding only tokenizer.json, stdin, and every bad input giving one line on
-# stderr and exit status 2.
+# lines or --ids, --no-special-tokens, --decode [--keep-special], --bench FILE
+# [--repeat N] [--json], a folder holding only tokenizer.json, stdin, and every
+# bad input giving one line on stderr and exit status 2.
 set -u
 TXC=${TXC_BIN:?set by ctest}
 SHARED=${TXC_SHARED_DIR:?set by ctest}
@@ -77,7 +77,7 @@ if [ $? -eq 0 ] && grep -q '^tokens: 3 (ids fnv1a64 ' "$tmp/b" && grep -q '^spee
   grep -q '^encode: median .* of 3 runs' "$tmp/b" && [ ! -s "$tmp/e" ]; then ok "--bench prints speed and the token count"
 else bad "--bench: $(cat "$tmp/b" "$tmp/e")"; fi
 "$TXC" tokenize --model "$TOK/tinyllama-1.1b-chat-v1.0" --bench - --json <"$tmp/bench.txt" >"$tmp/b" 2>"$tmp/e"
-if [ $? -eq 0 ] && grep -q '"tokens":4,' "$tmp/b" && grep -q '"add_special_tokens":true' "$tmp/b" &&
+if [ $? -eq 0 ] && grep -q '"tokens":4,' "$tmp/b" && grep -q '"add_special_tokens":true' "$tmp/b" && grep -q '"median_cpu_ms":' "$tmp/b" &&
   grep -q '"runs_ms":\[[^],]*,[^],]*,[^],]*,[^],]*,[^],]*\]' "$tmp/b"; then ok "--bench - --json (stdin, BOS counted, 5 runs)"
 else bad "--bench --json: $(cat "$tmp/b" "$tmp/e")"; fi
 
