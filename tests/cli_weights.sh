@@ -59,7 +59,7 @@ grep -q "^  jit-static/copy .* cache-resident .* ok$" "$tmp/table" && ok "cache-
 "$TXC" bench --model "$MODEL" --new-tokens 8 --modes jit-static --mmap --json --no-compile-cache >"$tmp/j" 2>"$tmp/err"
 [ $? -eq 0 ] && ok "bench --mmap --json" || bad "bench --mmap --json: $(cat "$tmp/err")"
 for key in '"weights":"mmap"' '"load_ms":' '"prefill_gflops":' '"prefill_peak_fraction":' '"peak_gflops":' \
-  '"peak_rss_mb":' '"rss_bound_mb":' '"rss_within_bound":true' '"cache_resident":true' '"bytes_per_token":' \
+  '"peak_rss_mb":' '"rss_bound_mb":' '"rss_within_bound":true' '"cache_resident":true' '"above_bandwidth":' '"bytes_per_token":' \
   '"decode_gbps":' '"bw_fraction":' '"membw_gbps":' '"loads":[{"weights":"mmap"'; do
   grep -qF "$key" "$tmp/j" && ok "json $key" || bad "json $key missing: $(cat "$tmp/j")"
 done
