@@ -28,7 +28,7 @@ grep -q "^load: [0-9.]* ms (copy, 1.0 MB\(, huge pages\)\?; weights [0-9.]* ms, 
   "$tmp/err.no-mmap" && ok "load line (copy)" || bad "load line (copy): $(grep '^load' "$tmp/err.no-mmap")"
 "$TXC" generate --model "$MODEL" --prompt "Lily and Ben" --max-new-tokens 24 --no-compile-cache --verbose \
   >"$tmp/out.def" 2>"$tmp/err.def"
-grep -q "^load: [0-9.]* ms (mmap, " "$tmp/err.def" && ok "the mmap is the default" \
+grep -q "^load: [0-9.]* ms (copy, " "$tmp/err.def" && ok "the copy is the default" \
   || bad "default: $(grep '^load' "$tmp/err.def")"
 "$TXC" generate --model "$MODEL" --prompt "Lily" --max-new-tokens 4 --no-compile-cache --verbose --no-mmap \
   --no-hugepages >/dev/null 2>"$tmp/err.nh"

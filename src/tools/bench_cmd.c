@@ -41,7 +41,7 @@
  * SIMD level the GEMM kernels use.
  *
  * Weights (--model): --mmap / --no-mmap choose where they live (default:
- * the mmap, TXC_WEIGHTS_DEFAULT_MODE); --weights mmap,copy runs every row
+ * the copy, TXC_WEIGHTS_DEFAULT_MODE); --weights mmap,copy runs every row
  * under each, the model reloaded for each, and prints each load's time.
  *
  * Exit status: 0 when the table was made, 2 on any error (one line on
@@ -161,8 +161,8 @@ static void usage_bench(FILE *f)
             "  --threads N          threads (default: $TXC_THREADS, else the CPUs this process may use)\n"
             "  --membw              also measure this machine's read bandwidth and each row's fraction\n"
             "                       of it (alone: the bandwidth only)\n"
-            "  --mmap, --no-mmap    (--model) use the weights in place from the mmap'd file (the\n"
-            "                       default), or copy them into anonymous memory (huge pages)\n"
+            "  --mmap, --no-mmap    (--model) use the weights in place from the mmap'd file, or copy\n"
+            "                       them into anonymous memory (huge pages; the default)\n"
             "  --weights LIST       (--model) run the rows under each of mmap,copy (reloading the model)\n"
             "  --no-hugepages       with the copy: do not ask for transparent huge pages\n");
 }

@@ -47,8 +47,9 @@ enum { TXC_CLI_OPT_MMAP = 0x7700, TXC_CLI_OPT_NO_MMAP, TXC_CLI_OPT_NO_HUGEPAGES 
     {"mmap", no_argument, 0, TXC_CLI_OPT_MMAP}, {"no-mmap", no_argument, 0, TXC_CLI_OPT_NO_MMAP},      \
         {"no-hugepages", no_argument, 0, TXC_CLI_OPT_NO_HUGEPAGES}
 #define TXC_CLI_WEIGHTS_HELP                                                                         \
-    "  --mmap, --no-mmap   use the weights in place from the mmap'd safetensors file (the\n"         \
-    "                      default: loads in ms), or copy them into anonymous memory (huge pages)\n" \
+    "  --mmap, --no-mmap   use the weights in place from the mmap'd safetensors file (loads in\n"    \
+    "                      ms), or copy them into anonymous memory (huge pages; the default:\n"     \
+    "                      faster decode)\n"                                                        \
     "  --no-hugepages      with the copy: do not ask for transparent huge pages\n"
 bool txc_cli_weights_option(int ch, txc_model_options *o);
 /* The --verbose line of a load: "load: T ms (copy|mmap, N MB[, huge pages];
