@@ -72,6 +72,11 @@ double txc_kern_amx_peak_run(int64_t iters);
 bool txc_kern_gemm_nt_amx(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
                           int64_t ldb, float *C, int64_t ldc);
 
+/* Read n bytes at p as fast as this CPU streams memory — the GEMV's loads
+ * and prefetch (AVX-512), else 64-bit words — and return a checksum (so the
+ * reads cannot be optimised away). The bandwidth probe of txc bench. */
+uint64_t txc_kern_read_bytes(const void *p, size_t n);
+
 /* "(2, 3)" / "(4,)" as torch prints shapes, for error messages. */
 const char *txc_kern_shape_str(char *buf, size_t cap, int ndim, const int64_t *shape);
 

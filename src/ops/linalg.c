@@ -561,6 +561,51 @@ TXC_INLINE_AVX512 void nn_blocked512(const int DT, int64_t M, int64_t N, int64_t
 DT_DISPATCH(TXC_AVX512, nn_avx512, nn_blocked512)
 #endif
 
+#if TXC_HAVE_X86
+/* The streaming read of txc_kern_read_bytes on AVX-512: the GEMV's loads
+ * (whole 64-byte lines) and its prefetch (GEMV_PREFETCH ahead, into L2). */
+TXC_AVX512 static uint64_t read_avx512(const char *p, size_t n)
+{
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + 256 <= n; i += 256) {
+        _mm_prefetch(p + i + GEMV_PREFETCH, _MM_HINT_T1);
+        _mm_prefetch(p + i + GEMV_PREFETCH + 64, _MM_HINT_T1);
+        _mm_prefetch(p + i + GEMV_PREFETCH + 128, _MM_HINT_T1);
+        _mm_prefetch(p + i + GEMV_PREFETCH + 192, _MM_HINT_T1);
+        a0 = _mm512_add_epi64(a0, _mm512_loadu_si512(p + i));
+        a1 = _mm512_add_epi64(a1, _mm512_loadu_si512(p + i + 64));
+        a2 = _mm512_add_epi64(a2, _mm512_loadu_si512(p + i + 128));
+        a3 = _mm512_add_epi64(a3, _mm512_loadu_si512(p + i + 192));
+    }
+    uint64_t s = (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+    for (; i < n; i++)
+        s += (unsigned char)p[i];
+    return s;
+}
+#endif
+
+uint64_t txc_kern_read_bytes(const void *p, size_t n)
+{
+#if TXC_HAVE_X86
+    if (txc_kern_simd_level() >= 2)
+        return read_avx512(p, n);
+#endif
+    const unsigned char *b = p;
+    uint64_t a[8] = {0};
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int u = 0; u < 8; u++) {
+            uint64_t w;
+            memcpy(&w, b + i + 8 * u, 8);
+            a[u] += w;
+        }
+    uint64_t s = a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+    for (; i < n; i++)
+        s += b[i];
+    return s;
+}
+
 /* ---- GEMM entry points ------------------------------------------------------------- */
 
 static void gemm_nt_serial(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,

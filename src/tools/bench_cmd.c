@@ -22,7 +22,8 @@
  * process's peak RSS (VmHWM, reset before each model load where the kernel
  * allows, else the process's peak so far) against the bound weights + KV
  * cache + 64 MiB; with --membw, the machine's read bandwidth (a streaming
- * read of 1 GiB on every thread, median of 5 passes, measured after the rows
+ * read of 1 GiB of huge pages on every thread with the decode GEMV's loads
+ * and prefetch — txc_kern_read_bytes — median of 5 passes, measured after the rows
  * so that it does not count in their RSS) and each row's fraction of it. A
  * row whose bytes per token fit in the last-level cache is marked
  * cache-resident, one that reads faster than the measured bandwidth (from
@@ -49,6 +50,7 @@
  */
 #include "tools/bench_cmd.h"
 #include "tools/cli.h"
+#include "ops/kernels.h"
 #include "tools/peak.h"
 
 #include "txc/generate.h"
@@ -210,15 +212,8 @@ static void membw_task(void *ctx, int64_t t)
     membw_ctx *c = ctx;
     size_t per = (c->words / (size_t)c->n_tasks) & ~(size_t)63;
     size_t lo = per * (size_t)t, hi = t == c->n_tasks - 1 ? c->words : lo + per;
-    const uint64_t *p = c->buf;
-    uint64_t a[8] = {0};
-    size_t i = lo;
-    for (; i + 8 <= hi; i += 8)
-        for (int u = 0; u < 8; u++)
-            a[u] += p[i + u];
-    for (; i < hi; i++)
-        a[0] += p[i];
-    c->sums[t] = a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
+    /* the GEMV's streaming loads and prefetch (ops/kernels.h) */
+    c->sums[t] = txc_kern_read_bytes(c->buf + lo, (hi - lo) * sizeof *c->buf);
 }
 
 static int cmp_double(const void *a, const void *b)
