@@ -64,6 +64,13 @@ for key in '"weights":"mmap"' '"load_ms":' '"prefill_gflops":' '"prefill_peak_fr
   grep -qF "$key" "$tmp/j" && ok "json $key" || bad "json $key missing: $(cat "$tmp/j")"
 done
 
+# --- synthetic models too (their weights are a temporary file) ----------------------
+"$TXC" bench --synthetic stories260k --new-tokens 8 --modes jit-static --weights mmap,copy --no-compile-cache \
+  >"$tmp/syn" 2>"$tmp/err"
+[ $? -eq 0 ] && grep -q "^weights: mmap, 1.0 MB" "$tmp/syn" && grep -q "^weights: copy, 1.0 MB" "$tmp/syn" \
+  && grep -q "^tokens: all modes agree" "$tmp/syn" && ok "bench --synthetic --weights mmap,copy" \
+  || bad "bench --synthetic --weights: $(cat "$tmp/syn" "$tmp/err")"
+
 # --- bad flags ------------------------------------------------------------------------
 expect_error() { # name, needle, command...
   local name=$1 needle=$2
@@ -86,8 +93,6 @@ expect_error "weights mode twice" "weights mode 'copy' is listed twice" "$TXC" b
 expect_error "empty --weights" "unknown weights mode ''" "$TXC" bench --model "$MODEL" --weights ""
 expect_error "--weights with --mmap" "not both" "$TXC" bench --model "$MODEL" --weights copy --mmap
 expect_error "--weights needs a value" "option '--weights' is unknown or needs a value" "$TXC" bench --model "$MODEL" --weights
-expect_error "--mmap with --synthetic" "need --model" "$TXC" bench --synthetic stories260k --no-mmap
-expect_error "--weights with --synthetic" "need --model" "$TXC" bench --synthetic stories260k --weights mmap
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -91,6 +91,14 @@ void txc_synthetic_fill(uint64_t seed, const char *tensor_name, double std, uint
  * room), TXC_ERR_NOMEM, and the loader's. */
 txc_status txc_model_synthetic(const char *name, txc_dtype dtype, uint64_t seed, txc_env *env, txc_model **out);
 
+/* The same with the loader's options (NULL: the defaults): opts->env, where
+ * the weights live (opts->weights: the temporary file's mmap, or a copy in
+ * anonymous memory, the default; the temporary file goes either way once
+ * nothing maps it), opts->no_hugepages, opts->convert_dtype. Errors: as
+ * txc_model_synthetic, and txc_model_load's for bad options. */
+txc_status txc_model_synthetic_opts(const char *name, txc_dtype dtype, uint64_t seed, const txc_model_options *opts,
+                                    txc_model **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -442,6 +442,13 @@ static char *make_header(syn_tensor *t, int n, txc_dtype dtype, size_t *hlen, ui
 
 txc_status txc_model_synthetic(const char *name, txc_dtype dtype, uint64_t seed, txc_env *env, txc_model **out)
 {
+    txc_model_options o = {.env = env};
+    return txc_model_synthetic_opts(name, dtype, seed, &o, out);
+}
+
+txc_status txc_model_synthetic_opts(const char *name, txc_dtype dtype, uint64_t seed, const txc_model_options *load_opts,
+                                    txc_model **out)
+{
     if (!out)
         return txc_error(TXC_ERR_INVALID, "txc_model_synthetic: out is NULL");
     *out = NULL;
@@ -499,7 +506,7 @@ txc_status txc_model_synthetic(const char *name, txc_dtype dtype, uint64_t seed,
         memcpy(map + 8, header, hlen);
         s = fill_all(t, n, seed, e->info.initializer_range, dtype, map + 8 + hlen);
         munmap(map, (size_t)file_size);
-        txc_model_options opts = {.env = env};
+        txc_model_options opts = load_opts ? *load_opts : (txc_model_options){0};
         if (s == TXC_OK)
             s = txc_model_load(dir, &opts, out);
     }

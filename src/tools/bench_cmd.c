@@ -41,9 +41,11 @@
  * weights where the prefill GEMMs run on AMX, else the float32 FMA at the
  * SIMD level the GEMM kernels use.
  *
- * Weights (--model): --mmap / --no-mmap choose where they live (default:
- * the copy, TXC_WEIGHTS_DEFAULT_MODE); --weights mmap,copy runs every row
- * under each, the model reloaded for each, and prints each load's time.
+ * Weights: --mmap / --no-mmap choose where they live (default: the copy,
+ * TXC_WEIGHTS_DEFAULT_MODE; a synthetic model's file is a temporary one,
+ * in /dev/shm where there is room); --weights mmap,copy runs every row
+ * under each, the model reloaded (or regenerated) for each, and prints each
+ * load's time (a synthetic model's includes making its weights).
  *
  * Exit status: 0 when the table was made, 2 on any error (one line on
  * stderr).
@@ -163,9 +165,9 @@ static void usage_bench(FILE *f)
             "  --threads N          threads (default: $TXC_THREADS, else the CPUs this process may use)\n"
             "  --membw              also measure this machine's read bandwidth and each row's fraction\n"
             "                       of it (alone: the bandwidth only)\n"
-            "  --mmap, --no-mmap    (--model) use the weights in place from the mmap'd file, or copy\n"
+            "  --mmap, --no-mmap    use the weights in place from the mmap'd file, or copy\n"
             "                       them into anonymous memory (huge pages; the default)\n"
-            "  --weights LIST       (--model) run the rows under each of mmap,copy (reloading the model)\n"
+            "  --weights LIST       run the rows under each of mmap,copy (reloading the model)\n"
             "  --no-hugepages       with the copy: do not ask for transparent huge pages\n");
 }
 
@@ -935,11 +937,6 @@ int txc_cmd_bench(int argc, char **argv)
         fprintf(stderr, "txc: give --weights LIST or --mmap / --no-mmap, not both\n");
         return EXIT_ERROR;
     }
-    if (synthetic && (weights_list || wopts.weights != TXC_WEIGHTS_DEFAULT || wopts.no_hugepages)) {
-        fprintf(stderr, "txc: --weights, --mmap, --no-mmap and --no-hugepages need --model (synthetic weights are "
-                        "made in memory)\n");
-        return EXIT_ERROR;
-    }
     if (wmodes[0] == TXC_WEIGHTS_DEFAULT)
         wmodes[0] = TXC_WEIGHTS_DEFAULT_MODE;
     if (synthetic && !txc_synthetic_find(synthetic)) {
@@ -992,7 +989,8 @@ int txc_cmd_bench(int argc, char **argv)
     bench_info bi = {.model = model_dir ? model_dir : synthetic, .seed = (uint64_t)seed,
                      .baseline_limit_s = baseline_limit, .compile_cache = compile_cache};
     txc_model *model = NULL;
-    txc_model_options mo = {.convert_dtype = dtype_name != NULL, .dtype = dtype, .weights = wmodes[0],
+    /* (a synthetic model's --dtype is its file's dtype: nothing to convert) */
+    txc_model_options mo = {.convert_dtype = dtype_name != NULL && !synthetic, .dtype = dtype, .weights = wmodes[0],
                             .no_hugepages = wopts.no_hugepages};
     bi.loads[0].hwm_reset = reset_peak_rss();
     double t0 = txc_cli_now_ms();
@@ -1001,7 +999,7 @@ int txc_cmd_bench(int argc, char **argv)
         bi.model = bi.synthetic->name;
         if (progress)
             fprintf(stderr, "bench: generating %s weights (%s)...\n", bi.model, txc_dtype_name(dtype));
-        if (txc_model_synthetic(synthetic, dtype, (uint64_t)seed, NULL, &model) != TXC_OK)
+        if (txc_model_synthetic_opts(synthetic, dtype, (uint64_t)seed, &mo, &model) != TXC_OK)
             return txc_cli_fail_in(synthetic);
         snprintf(bi.file_dtype, sizeof bi.file_dtype, "%s", txc_dtype_name(dtype));
     } else {
@@ -1089,10 +1087,11 @@ int txc_cmd_bench(int argc, char **argv)
             bi.loads[w].hwm_reset = reset_peak_rss();
             mo.weights = wmodes[w];
             if (progress)
-                fprintf(stderr, "bench: loading %s (%s)...\n", model_dir, txc_weights_mode_name(wmodes[w]));
+                fprintf(stderr, "bench: loading %s (%s)...\n", bi.model, txc_weights_mode_name(wmodes[w]));
             t0 = txc_cli_now_ms();
-            if (txc_model_load(model_dir, &mo, &model) != TXC_OK) {
-                rc = txc_cli_fail_in(model_dir);
+            if ((synthetic ? txc_model_synthetic_opts(synthetic, dtype, (uint64_t)seed, &mo, &model)
+                           : txc_model_load(model_dir, &mo, &model)) != TXC_OK) {
+                rc = txc_cli_fail_in(bi.model);
                 break;
             }
             bi.loads[w].load_ms = txc_cli_now_ms() - t0;
