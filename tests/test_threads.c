@@ -29,16 +29,22 @@ static void count_task(void *ctx, int64_t t)
     atomic_fetch_add(&c->hits[t], 1);
 }
 
-static void check_once(int64_t n)
+static void check_once_with(int64_t n, bool dynamic)
 {
     static counts c;
     for (int64_t i = 0; i < MAXT; i++)
         atomic_store(&c.hits[i], 0);
-    txc_parallel_for(n, count_task, &c);
+    (dynamic ? txc_parallel_for_dynamic : txc_parallel_for)(n, count_task, &c);
     for (int64_t i = 0; i < MAXT; i++)
         if (atomic_load(&c.hits[i]) != (i < n ? 1 : 0))
-            fail_msg("n_tasks %lld threads %d: task %lld ran %d times", (long long)n, txc_threads_get(), (long long)i,
-                     atomic_load(&c.hits[i]));
+            fail_msg("%s n_tasks %lld threads %d: task %lld ran %d times", dynamic ? "dynamic" : "fixed",
+                     (long long)n, txc_threads_get(), (long long)i, atomic_load(&c.hits[i]));
+}
+
+static void check_once(int64_t n)
+{
+    check_once_with(n, false);
+    check_once_with(n, true);
 }
 
 static void test_every_task_once(void **state)
@@ -55,6 +61,22 @@ static void test_every_task_once(void **state)
     }
     assert_int_equal(txc_threads_set(0), TXC_OK);
     assert_int_equal(txc_threads_get(), txc_threads_default());
+}
+
+/* Fixed-share and on-demand jobs back to back, many times, with more
+ * threads than cores too: a worker that wakes late for an on-demand job the
+ * caller already finished must never run a task of it or of the next job
+ * twice (the claims carry the job's generation). */
+static void test_mixed_jobs_stress(void **state)
+{
+    (void)state;
+    const int threads[] = {2, 3, 6};
+    for (size_t i = 0; i < sizeof threads / sizeof *threads; i++) {
+        assert_int_equal(txc_threads_set(threads[i]), TXC_OK);
+        for (int rep = 0; rep < 3000; rep++)
+            check_once_with(1 + rep % 13, rep % 3 != 0);
+    }
+    assert_int_equal(txc_threads_set(0), TXC_OK);
 }
 
 static void test_bad_counts(void **state)
@@ -401,7 +423,7 @@ static void test_stories_threads_dtypes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_task_once), cmocka_unit_test(test_bad_counts),
+        cmocka_unit_test(test_every_task_once), cmocka_unit_test(test_mixed_jobs_stress), cmocka_unit_test(test_bad_counts),
         cmocka_unit_test(test_env_default),     cmocka_unit_test(test_nested),
         cmocka_unit_test(test_concurrent_callers), cmocka_unit_test(test_no_allocations),
         cmocka_unit_test(test_shutdown_joins),  cmocka_unit_test(test_attention_bit_identical), cmocka_unit_test(test_gemm_bit_identical),

@@ -48,9 +48,11 @@ typedef void (*txc_task_fn)(void *ctx, int64_t task);
  * thread; returns when all are done (their writes visible). */
 void txc_parallel_for(int64_t n_tasks, txc_task_fn fn, void *ctx);
 /* As txc_parallel_for, but each thread takes the next task not yet taken
- * (an atomic counter) instead of a fixed share: for many equal tasks whose
- * speed differs by thread (a memory-bound GEMV where one core shares the
- * machine with another process). Which thread runs a task varies from call
+ * (an atomic counter tagged with the job's generation) instead of a fixed
+ * share, and the caller waits only for the tasks, not for every worker: a
+ * worker that is not running (another process has its core) holds nothing
+ * up — the caller and the running workers take its tasks. For many equal
+ * tasks, like a memory-bound GEMV's row chunks. Which thread runs a task varies from call
  * to call, so tasks must not depend on per-thread state sized by earlier
  * calls (no growing scratch buffers). */
 void txc_parallel_for_dynamic(int64_t n_tasks, txc_task_fn fn, void *ctx);

@@ -53,17 +53,27 @@ static struct {
     int n_workers;        /* running workers (the caller is the extra thread) */
     pthread_t tid[TXC_MAX_THREADS];
     uint32_t start_gen;
-    _Atomic uint32_t gen;     /* futex word: bumped to post a job or to stop */
+    /* The job, published as a seqlock: the caller makes gen odd, writes the
+     * fields, makes gen even (the futex word workers wait on); a worker
+     * reads gen, the fields, and gen again, and takes the job only if both
+     * reads agree and are even. */
+    _Atomic uint32_t gen;
+    _Atomic(txc_task_fn) fn;
+    _Atomic(void *) ctx;
+    _Atomic int64_t n_tasks;
+    _Atomic int n_run;  /* threads running the job: the workers and the caller */
+    _Atomic bool dynamic;
+    /* Fixed shares: every worker runs its share and counts down pending. */
+    _Atomic uint32_t pending; /* futex word */
+    /* Tasks on demand: claim = (gen << 32) | next task, taken by CAS, so a
+     * late worker can never take a task of a later job; done counts the
+     * finished tasks (futex word). The caller waits for done only: a worker
+     * that is not running (another process has its core) holds nothing up. */
+    _Atomic uint64_t claim;
+    _Atomic uint32_t done;
     _Atomic int sleepers;     /* workers asleep (or about to be) on gen */
-    _Atomic uint32_t pending; /* futex word: workers that have not finished the job */
     _Atomic int main_waiting;
     _Atomic int stop;
-    txc_task_fn fn;
-    void *ctx;
-    int64_t n_tasks;
-    int n_run; /* threads running the job: the workers and the caller */
-    bool dynamic;              /* tasks taken from `next` instead of a fixed share */
-    _Atomic int64_t next;
     void (*worker_exit)(void);
     bool atexit_done;
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -135,15 +145,28 @@ static uint32_t wait_change(_Atomic uint32_t *word, uint32_t value, _Atomic int 
 /* Thread `id` of `n` runs tasks id, id + n, ...: a fixed mapping, so a
  * thread reads the same slice of a weight on every call (its caches) and
  * its scratch buffers are sized by the first call. */
-static void run_tasks(int id, int n)
+static void run_share(int id, int n, txc_task_fn fn, void *ctx, int64_t n_tasks)
 {
-    if (pool.dynamic) {
-        for (int64_t t; (t = atomic_fetch_add_explicit(&pool.next, 1, memory_order_relaxed)) < pool.n_tasks;)
-            pool.fn(pool.ctx, t);
-        return;
+    for (int64_t t = id; t < n_tasks; t += n)
+        fn(ctx, t);
+}
+
+/* Take tasks of job `g` until none is left (or the job is over). */
+static void run_claims(uint32_t g, txc_task_fn fn, void *ctx, int64_t n_tasks)
+{
+    uint64_t c = atomic_load_explicit(&pool.claim, memory_order_acquire);
+    for (;;) {
+        if ((uint32_t)(c >> 32) != g || (int64_t)(c & 0xffffffffu) >= n_tasks)
+            return;
+        if (!atomic_compare_exchange_weak_explicit(&pool.claim, &c, c + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        fn(ctx, (int64_t)(c & 0xffffffffu));
+        uint32_t d = atomic_fetch_add_explicit(&pool.done, 1, memory_order_acq_rel) + 1;
+        if ((int64_t)d == n_tasks && atomic_load(&pool.main_waiting))
+            futex_wake(&pool.done, 1);
+        c = atomic_load_explicit(&pool.claim, memory_order_acquire);
     }
-    for (int64_t t = id; t < pool.n_tasks; t += n)
-        pool.fn(pool.ctx, t);
 }
 
 static void *worker_main(void *arg)
@@ -152,10 +175,29 @@ static void *worker_main(void *arg)
     in_task = true;
     uint32_t seen = pool.start_gen;
     for (;;) {
-        seen = wait_change(&pool.gen, seen, &pool.sleepers);
+        uint32_t g = wait_change(&pool.gen, seen, &pool.sleepers);
+        while (g & 1) { /* the caller is writing a job: it takes no time */
+            cpu_relax();
+            g = atomic_load_explicit(&pool.gen, memory_order_acquire);
+        }
         if (atomic_load(&pool.stop))
             break;
-        run_tasks(id, pool.n_run);
+        txc_task_fn fn = atomic_load_explicit(&pool.fn, memory_order_relaxed);
+        void *ctx = atomic_load_explicit(&pool.ctx, memory_order_relaxed);
+        int64_t n_tasks = atomic_load_explicit(&pool.n_tasks, memory_order_relaxed);
+        int n_run = atomic_load_explicit(&pool.n_run, memory_order_relaxed);
+        bool dynamic = atomic_load_explicit(&pool.dynamic, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&pool.gen, memory_order_relaxed) != g) {
+            seen = g; /* a newer job came while reading: take that one */
+            continue;
+        }
+        seen = g;
+        if (dynamic) {
+            run_claims(g, fn, ctx, n_tasks);
+            continue;
+        }
+        run_share(id, n_run, fn, ctx, n_tasks);
         if (atomic_fetch_sub(&pool.pending, 1) == 1 && atomic_load(&pool.main_waiting))
             futex_wake(&pool.pending, 1);
     }
@@ -210,7 +252,7 @@ static void stop_workers(void)
     if (!pool.n_workers)
         return;
     atomic_store(&pool.stop, 1);
-    atomic_fetch_add(&pool.gen, 1);
+    atomic_fetch_add(&pool.gen, 2); /* (stays even: no job is being written) */
     futex_wake(&pool.gen, INT_MAX);
     for (int i = 0; i < pool.n_workers; i++)
         pthread_join(pool.tid[i], NULL);
@@ -288,24 +330,37 @@ static void parallel_for(int64_t n_tasks, txc_task_fn fn, void *ctx, bool dynami
             fn(ctx, t);
         return;
     }
-    pool.fn = fn;
-    pool.ctx = ctx;
-    pool.n_tasks = n_tasks;
-    pool.n_run = pool.n_workers + 1;
-    pool.dynamic = dynamic;
-    atomic_store_explicit(&pool.next, 0, memory_order_relaxed);
-    atomic_store_explicit(&pool.pending, (uint32_t)pool.n_workers, memory_order_relaxed);
-    atomic_fetch_add(&pool.gen, 1); /* publishes the job */
+    if (n_tasks > (int64_t)0xffffffff)
+        dynamic = false; /* (a claim holds 32 bits of task index) */
+    const uint32_t g0 = atomic_load_explicit(&pool.gen, memory_order_relaxed), g = g0 + 2;
+    atomic_store_explicit(&pool.gen, g0 + 1, memory_order_relaxed); /* odd: writing */
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&pool.fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&pool.ctx, ctx, memory_order_relaxed);
+    atomic_store_explicit(&pool.n_tasks, n_tasks, memory_order_relaxed);
+    atomic_store_explicit(&pool.n_run, pool.n_workers + 1, memory_order_relaxed);
+    atomic_store_explicit(&pool.dynamic, dynamic, memory_order_relaxed);
+    atomic_store_explicit(&pool.pending, dynamic ? 0 : (uint32_t)pool.n_workers, memory_order_relaxed);
+    atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
+    atomic_store_explicit(&pool.claim, (uint64_t)g << 32, memory_order_relaxed);
+    atomic_store_explicit(&pool.gen, g, memory_order_release); /* publishes the job */
     if (atomic_load(&pool.sleepers))
         futex_wake(&pool.gen, INT_MAX);
     in_task = true;
-    run_tasks(0, pool.n_run);
+    if (dynamic)
+        run_claims(g, fn, ctx, n_tasks);
+    else
+        run_share(0, pool.n_workers + 1, fn, ctx, n_tasks);
     in_task = false;
-    uint32_t p = atomic_load_explicit(&pool.pending, memory_order_acquire);
-    if (p) {
+    /* Wait: for the workers' shares (pending to 0), or for the last claimed
+     * task (done to n_tasks). */
+    _Atomic uint32_t *word = dynamic ? &pool.done : &pool.pending;
+    const uint32_t target = dynamic ? (uint32_t)n_tasks : 0;
+    uint32_t p = atomic_load_explicit(word, memory_order_acquire);
+    if (p != target) {
         int64_t t0 = 0, t = 0;
         const int64_t limit = atomic_load_explicit(&spin_ns, memory_order_relaxed);
-        for (int i = 0; (p = atomic_load_explicit(&pool.pending, memory_order_acquire)) != 0; i++) {
+        for (int i = 0; (p = atomic_load_explicit(word, memory_order_acquire)) != target; i++) {
             cpu_relax();
             if ((i & 255) == 255) {
                 t = now_ns();
@@ -315,10 +370,10 @@ static void parallel_for(int64_t n_tasks, txc_task_fn fn, void *ctx, bool dynami
                     break;
             }
         }
-        if (p) {
+        if (p != target) {
             atomic_store(&pool.main_waiting, 1);
-            while ((p = atomic_load(&pool.pending)) != 0)
-                futex_wait(&pool.pending, p);
+            while ((p = atomic_load(word)) != target)
+                futex_wait(word, p);
             atomic_store(&pool.main_waiting, 0);
             adapt_spin(t - t0, now_ns() - t0);
         }
