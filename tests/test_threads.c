@@ -339,6 +339,7 @@ static void check_attention_threads(const att_case *ac)
 static void test_attention_bit_identical(void **state)
 {
     (void)state;
+    txc_kern_set_attention_par_min(0); /* split even the small cases */
     const att_case cases[] = {
         /* decode: 1 row per head, GQA (4 query heads per kv head), B*Hkv = 4 groups */
         /* scores GEMM of 4 x 1001 x 64: large enough to go parallel itself when not in a task */
@@ -364,6 +365,7 @@ static void test_attention_bit_identical(void **state)
             check_attention_threads(&cases[i]);
     }
     txc_kern_set_simd_level(-1);
+    txc_kern_set_attention_par_min(-1);
 }
 
 /* stories260K's greedy tokens (reference.json, from transformers) at 1 and

@@ -104,8 +104,18 @@ static txc_status infer_sdpa(txc_tensor *const *in, int n_in, const txc_op_attrs
 }
 
 /* Below this many multiply-adds (scores and P·V) attention runs on the
- * calling thread: waking the pool costs more. */
-#define SDPA_PAR_MIN_MACS (32.0 * 1024)
+ * calling thread: waking the pool costs more, and a decode step's attention
+ * over a short cache is a few microseconds, while every parallel call waits
+ * for the worker's share (measured on 2 cores beside a busy process,
+ * smollm2-135m decode at 192 positions: 26-30 tok/s split, 34-37 serial;
+ * the same on an idle machine). Tests lower it (txc_kern_set_attention_par_min). */
+#define SDPA_PAR_MIN_MACS (1024.0 * 1024)
+static _Atomic double sdpa_par_min = SDPA_PAR_MIN_MACS;
+
+void txc_kern_set_attention_par_min(double macs)
+{
+    atomic_store_explicit(&sdpa_par_min, macs < 0 ? SDPA_PAR_MIN_MACS : macs, memory_order_relaxed);
+}
 
 /* What every task of one attention call shares (read only, but nomem). */
 typedef struct {
@@ -334,7 +344,7 @@ static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, con
     const int64_t n_groups = B * Hkv, n_chunks = R > 0 ? (R + rc - 1) / rc : 0;
     const int threads = txc_threads_get();
     const double macs = (double)B * (double)Hq * (double)L * (double)S * (double)(E + Ev);
-    if (threads > 1 && macs > SDPA_PAR_MIN_MACS && n_groups * n_chunks > 1) {
+    if (threads > 1 && macs > atomic_load_explicit(&sdpa_par_min, memory_order_relaxed) && n_groups * n_chunks > 1) {
         int64_t splits = n_groups >= threads ? 1 : (threads + n_groups - 1) / n_groups;
         c.splits = splits < n_chunks ? splits : n_chunks;
         c.n_chunks = n_chunks;

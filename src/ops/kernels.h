@@ -72,6 +72,10 @@ double txc_kern_amx_peak_run(int64_t iters);
 bool txc_kern_gemm_nt_amx(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
                           int64_t ldb, float *C, int64_t ldc);
 
+/* attention.c: the multiply-adds below which attention runs on the calling
+ * thread (< 0: the default, 2^20); tests set 0 to split every problem. */
+void txc_kern_set_attention_par_min(double macs);
+
 /* Read n bytes at p as fast as this CPU streams memory — the GEMV's loads
  * and prefetch (AVX-512), else 64-bit words — and return a checksum (so the
  * reads cannot be optimised away). The bandwidth probe of txc bench. */
