@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 /* ---- arena -------------------------------------------------------------- */
 struct ct_chunk {
@@ -107,29 +108,9 @@ size_t ct_utf8_decode(const char *s, size_t n, uint32_t *cp)
 
 size_t ct_utf8_encode(uint32_t cp, char *out)
 {
-    unsigned char *o = (unsigned char *)out;
-    if (cp < 0x80) {
-        o[0] = (unsigned char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (unsigned char)(0xC0 | (cp >> 6));
-        o[1] = (unsigned char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (unsigned char)(0xE0 | (cp >> 12));
-        o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (unsigned char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    if (cp > 0x10FFFF)
-        cp = 0xFFFD;
-    o[0] = (unsigned char)(0xF0 | (cp >> 18));
-    o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 4;
+    /* utf8proc writes 1-4 bytes; 0 for a value past U+10FFFF, replaced */
+    utf8proc_ssize_t n = utf8proc_encode_char((utf8proc_int32_t)(cp > 0x10FFFF ? 0xFFFD : cp), (utf8proc_uint8_t *)out);
+    return n > 0 ? (size_t)n : 0;
 }
 
 bool ct_py_isspace(uint32_t c)
