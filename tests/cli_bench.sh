@@ -174,6 +174,12 @@ expect_error "unknown option" "option '--fast' is unknown" "$TXC" bench --synthe
 expect_error "stray argument" "unexpected argument 'extra'" "$TXC" bench --synthetic stories260k extra
 mkdir "$tmp/empty"
 expect_error "folder without a model" "config.json" "$TXC" bench --model "$tmp/empty"
+if [ -w /dev/full ]; then
+  "$TXC" bench --model "$MODEL" --new-tokens 2 --modes jit-static --no-compile-cache >/dev/full 2>"$tmp/e"
+  rc=$?
+  [ $rc -eq 2 ] && grep -q "writing the output failed" "$tmp/e" && ok "a failed write: exit 2" \
+    || bad "a failed write: rc $rc $(cat "$tmp/e")"
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

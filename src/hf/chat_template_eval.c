@@ -1756,7 +1756,7 @@ static ct_value *call_value(rctx *c, ct_value *fn, const args *a, int line)
         rfail(c, TXC_ERR_INVALID, line, "'%s' object is not callable", type_name(fn));
     if (fn->func.macro)
         return call_macro(c, fn, a, line);
-    ct_value *p[4];
+    ct_value *p[4] = {0};
     int id = fn->func.id;
     switch (id) {
     case F_RAISE: {
@@ -2224,7 +2224,7 @@ static ct_value *sort_key(rctx *c, ct_value *v, ct_value *attr, bool case_sensit
 static ct_value *apply_filter(rctx *c, const ct_node *f, ct_value *v, const args *a)
 {
     int line = f->line;
-    ct_value *p[4];
+    ct_value *p[4] = {0};
     const char *what = f->name;
     switch (f->id) {
     case FL_TRIM: {
@@ -2419,7 +2419,7 @@ static ct_value *apply_filter(rctx *c, const ct_node *f, ct_value *v, const args
         static const char *const nmi[] = {"default", "base", NULL};
         static const char *const nmf[] = {"default", NULL};
         bind(c, a, f->id == FL_INT ? nmi : nmf, p, what, line);
-        if (p[1] && need_int(c, p[1], what, line) != 10)
+        if (f->id == FL_INT && p[1] && need_int(c, p[1], what, line) != 10)
             rfail(c, TXC_ERR_UNSUPPORTED, line, "int(base=...) other than 10 is not supported");
         ct_value *dflt = p[0] ? p[0] : f->id == FL_INT ? mk_int(c, 0) : mk_float(c, 0.0);
         double d;

@@ -115,8 +115,18 @@ typedef struct chat {
     const txc_generation_config *gcfg;
     int64_t max_new_flag;    /* --max-new-tokens, or -1 */
     int64_t default_max_new; /* generation_config.json's, else 256 */
+    int64_t max_positions;   /* max_position_embeddings: the cache's cap */
     bool verbose;
 } chat;
+
+/* What to suggest when the conversation no longer fits the cache: a larger
+ * --max-cache-len only while the cache is below the model's positions. */
+static const char *cache_advice(const chat *c)
+{
+    return txc_generator_session_max_cache_len(c->sess) < c->max_positions
+               ? "start a new chat or pass a larger --max-cache-len"
+               : "start a new chat (the cache already holds max_position_embeddings tokens)";
+}
 
 /* One turn: render, tokenize, generate (streamed), record the reply. */
 static int chat_turn(chat *c, int turn)
@@ -150,9 +160,8 @@ static int chat_turn(chat *c, int turn)
     opts->ctx = &st;
     txc_status s = txc_generator_session_run(c->sess, ids, (int64_t)n_ids, opts, &res);
     if (s == TXC_ERR_CAPACITY && c->cache == TXC_CACHE_STATIC) {
-        fprintf(stderr, "txc: the conversation has %zu tokens: with a reply it exceeds max_cache_len %lld; start a "
-                        "new chat or pass a larger --max-cache-len\n",
-                n_ids, (long long)txc_generator_session_max_cache_len(c->sess));
+        fprintf(stderr, "txc: the conversation has %zu tokens: with a reply it exceeds max_cache_len %lld; %s\n", n_ids,
+                (long long)txc_generator_session_max_cache_len(c->sess), cache_advice(c));
         rc = EXIT_ERROR;
         goto out;
     }
@@ -194,9 +203,9 @@ static int chat_turn(chat *c, int turn)
                 res.stop_reason);
     }
     if (res.stop_reason && strcmp(res.stop_reason, "max_cache_len") == 0)
-        fprintf(stderr, "txc: note: the reply stopped at the end of the cache (max_cache_len %lld); the next turn "
-                        "needs a new chat or a larger --max-cache-len\n",
-                (long long)res.max_cache_len);
+        fprintf(stderr, "txc: note: the reply stopped at the end of the cache (max_cache_len %lld); before the next "
+                        "turn, %s\n",
+                (long long)res.max_cache_len, cache_advice(c));
 out:
     txc_generate_result_free(&res);
     txc_detok_stream_free(st.detok);
@@ -301,7 +310,8 @@ int txc_cmd_chat(int argc, char **argv)
     txc_generator *gen = txc_cli_generator_new(model, &gf, opts.jit);
     txc_generator_session *sess = gen ? txc_generator_session_new(gen, cache, max_cache_len) : NULL;
     chat c = {.tpl = tpl, .tok = tok, .sess = sess, .cache = cache, .opts = opts, .gcfg = &gcfg,
-              .max_new_flag = max_new_tokens, .default_max_new = default_max_new, .verbose = verbose};
+              .max_new_flag = max_new_tokens, .default_max_new = default_max_new,
+              .max_positions = txc_model_max_positions(model), .verbose = verbose};
     if (!sess)
         rc = txc_cli_fail("chat session");
     else if (system && !conv_add(&c.conv, "system", system))

@@ -327,8 +327,30 @@ static void usage(FILE *f)
                "run 'txc <command> --help' for its options; 'txc --version' for the version\n");
 }
 
+/* The environment's knobs, checked once: a value that is not what the
+ * library reads would otherwise be ignored without a word. */
+static bool env_ok(void)
+{
+    const char *t = getenv("TXC_THREADS"), *l = getenv("TXC_SIMD_LEVEL");
+    if (t && *t) {
+        char *end;
+        long v = strtol(t, &end, 10);
+        if (*end || v < 1) {
+            fprintf(stderr, "txc: TXC_THREADS must be a positive integer (got '%s'); unset it for the default\n", t);
+            return false;
+        }
+    }
+    if (l && *l && !(l[0] >= '0' && l[0] <= '3' && !l[1])) {
+        fprintf(stderr, "txc: TXC_SIMD_LEVEL must be 0 (portable), 1 (AVX2), 2 (AVX-512) or 3 (AMX) (got '%s')\n", l);
+        return false;
+    }
+    return true;
+}
+
 int main(int argc, char **argv)
 {
+    if (!env_ok())
+        return EXIT_ERROR;
     if (argc < 2) {
         fprintf(stderr, "txc: no command given (commands: generate, chat, bench, tokenize; see txc --help)\n");
         return EXIT_ERROR;
@@ -347,8 +369,14 @@ int main(int argc, char **argv)
         return txc_cmd_chat(argc - 1, argv + 1);
     if (strcmp(argv[1], "tokenize") == 0)
         return txc_cmd_tokenize(argc - 1, argv + 1);
-    if (strcmp(argv[1], "bench") == 0)
-        return txc_cmd_bench(argc - 1, argv + 1);
+    if (strcmp(argv[1], "bench") == 0) {
+        int rc = txc_cmd_bench(argc - 1, argv + 1);
+        if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout))) { /* (a full disk, a closed pipe) */
+            fprintf(stderr, "txc: writing the output failed\n");
+            return EXIT_ERROR;
+        }
+        return rc;
+    }
     fprintf(stderr, "txc: unknown command '%s' (commands: generate, chat, bench, tokenize; see txc --help)\n", argv[1]);
     return EXIT_ERROR;
 }
