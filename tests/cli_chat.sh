@@ -153,6 +153,13 @@ expect_error "bad --cache" "none, dynamic or static" "$TXC" chat --model "$tmp/t
 expect_error "bad --temperature" "temperature" "$TXC" chat --model "$tmp/tl" --temperature -1
 expect_error "stray argument" "stdin" "$TXC" chat --model "$tmp/tl" "Hello"
 expect_error "unknown option" "--frobnicate" "$TXC" chat --model "$tmp/tl" --frobnicate
+printf 'Hi\n\xff\xfe\nStill here?\n' >"$tmp/bad-utf8"
+expect_error "invalid UTF-8 on stdin: names the line" "input line 2 is not UTF-8" \
+  sh -c '"$0" chat --model "$1" --max-new-tokens 2 <"$2"' "$TXC" "$tmp/tl" "$tmp/bad-utf8"
+printf 'Hi\0there\n' >"$tmp/nul"
+expect_error "a NUL byte in a line" "input line 1 is not UTF-8" \
+  sh -c '"$0" chat --model "$1" --max-new-tokens 2 <"$2"' "$TXC" "$tmp/tl" "$tmp/nul"
+expect_error "--system not UTF-8" "--system is not UTF-8" "$TXC" chat --model "$tmp/tl" --system "$(printf '\xff')"
 "$TXC" chat --help | grep -q "^usage: txc chat" && ok "--help" || bad "--help"
 
 echo "$pass passed, $fail failed"

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <utf8proc.h>
 
 static void usage_chat(FILE *f)
 {
@@ -50,6 +51,21 @@ static void usage_chat(FILE *f)
 #define MAX_MESSAGES 256 /* --message options */
 
 /* The conversation (roles and contents owned). */
+/* True when s[0..n) is UTF-8 text without a NUL byte (utf8proc's decoder:
+ * no overlongs, no surrogates). A message is one C string, so a NUL would
+ * cut it short without a word. */
+static bool text_ok(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (k <= 0 || cp == 0)
+            return false;
+        i += (size_t)k;
+    }
+    return true;
+}
+
 typedef struct conversation {
     txc_chat_message *msgs;
     size_t n, cap;
@@ -314,13 +330,19 @@ int txc_cmd_chat(int argc, char **argv)
               .max_positions = txc_model_max_positions(model), .verbose = verbose};
     if (!sess)
         rc = txc_cli_fail("chat session");
-    else if (system && !conv_add(&c.conv, "system", system))
+    else if (system && !text_ok(system, strlen(system))) {
+        fprintf(stderr, "txc: --system is not UTF-8 text\n");
+        rc = EXIT_ERROR;
+    } else if (system && !conv_add(&c.conv, "system", system))
         rc = txc_cli_fail("--system");
     for (int i = 0; i < n_messages && rc == 0; i++) {
         const char *colon = strchr(messages[i], ':');
         char role[80];
         snprintf(role, sizeof role, "%.*s", (int)(colon - messages[i]), messages[i]);
-        if (!conv_add(&c.conv, role, colon + 1))
+        if (!text_ok(messages[i], strlen(messages[i]))) {
+            fprintf(stderr, "txc: --message %d is not UTF-8 text\n", i + 1);
+            rc = EXIT_ERROR;
+        } else if (!conv_add(&c.conv, role, colon + 1))
             rc = txc_cli_fail("--message");
     }
     if (rc == 0 && verbose) {
@@ -337,7 +359,7 @@ int txc_cmd_chat(int argc, char **argv)
     const bool tty = isatty(STDIN_FILENO);
     char *line = NULL;
     size_t line_cap = 0;
-    int turn = 1;
+    int turn = 1, line_no = 0;
     if (rc == 0 && c.conv.n > 0 && strcmp(c.conv.msgs[c.conv.n - 1].role, "user") == 0) {
         c.opts.seed = seed; /* --message user:...: answered first */
         rc = chat_turn(&c, turn++);
@@ -350,10 +372,16 @@ int txc_cmd_chat(int argc, char **argv)
         ssize_t len = getline(&line, &line_cap, stdin);
         if (len < 0)
             break;
+        line_no++;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
             line[--len] = '\0';
         if (len == 0) /* an empty line is no turn */
             continue;
+        if (!text_ok(line, (size_t)len)) {
+            fprintf(stderr, "txc: input line %d is not UTF-8 text (invalid bytes or a NUL byte)\n", line_no);
+            rc = EXIT_ERROR;
+            break;
+        }
         if (!conv_add(&c.conv, "user", line)) {
             rc = txc_cli_fail("chat");
             break;
