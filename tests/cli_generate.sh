@@ -75,6 +75,8 @@ copy_model() { rm -rf "$tmp/m"; mkdir "$tmp/m"; cp "$MODEL"/*.json "$MODEL"/mode
 (cd "$tmp" && mkdir -p nowhere/deeper && cd nowhere/deeper && \
   expect_error "no model anywhere" "TXC_MODEL" env -u TXC_MODEL "$TXC" generate)
 expect_error "missing folder" "does not exist" "$TXC" generate --model "$tmp/no-such-model"
+expect_error "prompt as long as --max-cache-len" "as many as max_cache_len 5" "$TXC" generate --model "$MODEL" \
+  --prompt "Once upon a time" --max-cache-len 5
 expect_error "TXC_THREADS not a number" "TXC_THREADS must be a positive integer" env TXC_THREADS=abc "$TXC" generate --model "$MODEL"
 expect_error "TXC_THREADS zero" "TXC_THREADS must be a positive integer" env TXC_THREADS=0 "$TXC" generate --model "$MODEL"
 expect_error "TXC_SIMD_LEVEL out of range" "TXC_SIMD_LEVEL must be 0" env TXC_SIMD_LEVEL=9 "$TXC" generate --model "$MODEL"

@@ -191,8 +191,10 @@ txc_tensor *txc_generate_next_token(txc_tensor *logits, txc_tensor *seen, txc_te
 txc_tensor *txc_repetition_penalty(txc_tensor *scores, txc_tensor *seen, double penalty);
 
 /* Generation from `input_ids` (n_input >= 1, batch 1).
- * Errors: TXC_ERR_CAPACITY when the prompt is longer than max_cache_len
- * (static cache) or than max_position_embeddings — checked before any work;
+ * Errors: TXC_ERR_CAPACITY when the prompt is as long as max_cache_len or
+ * longer (static cache: the sequence, prompt + new tokens, fits the cache,
+ * as transformers' max_length <= max_cache_len), or longer than
+ * max_position_embeddings — checked before any work;
  * TXC_ERR_INVALID for ids outside the vocabulary or bad options; any error
  * from the model. On error *result holds nothing to free. */
 txc_status txc_generate(txc_model *model, const int32_t *input_ids, int64_t n_input,

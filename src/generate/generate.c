@@ -424,9 +424,13 @@ static txc_status run(txc_generator *gen, txc_generator_session *sess, const int
                                            "%lld (no room for a reply)",
                          (long long)n_input, n_input > max_cache_len ? "more than" : "as many as",
                          (long long)max_cache_len);
-    if (kind == TXC_CACHE_STATIC && n_input > max_cache_len)
-        return txc_error(TXC_ERR_CAPACITY, "generate: the prompt has %lld tokens, more than max_cache_len %lld",
-                         (long long)n_input, (long long)max_cache_len);
+    /* The sequence (prompt + new tokens) fits the cache, as transformers'
+     * max_length <= max_cache_len: a prompt that fills it leaves no new token. */
+    if (kind == TXC_CACHE_STATIC && n_input >= max_cache_len)
+        return txc_error(TXC_ERR_CAPACITY, "generate: the prompt has %lld tokens, %s max_cache_len %lld (no room for "
+                                           "a new token)",
+                         (long long)n_input, n_input > max_cache_len ? "more than" : "as many as",
+                         (long long)max_cache_len);
     if (n_input > max_pos)
         return txc_error(TXC_ERR_CAPACITY, "generate: the prompt has %lld tokens, more than max_position_embeddings %lld",
                          (long long)n_input, (long long)max_pos);
