@@ -12,9 +12,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export TXC_SYNTHETIC_DIR=$tmp/syn # the synthetic model's temporary files go here (checked empty)
 mkdir "$tmp/syn"
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+. "$(dirname "$0")/lib_cli.sh" # pass/fail, ok, bad, expect_error
+cli_quiet_errors=1
 
 # --- the table on a real model ------------------------------------------------
 "$TXC" bench --model "$MODEL" --new-tokens 32 >"$tmp/table" 2>"$tmp/err"
@@ -130,18 +129,6 @@ fi
   && ok "--baseline-limit 0: no cap" || bad "--baseline-limit 0: $(cat "$tmp/nolimit")"
 
 # --- bad input: one line on stderr, exit status 2 ------------------------------------
-expect_error() { # name, needle, command...
-  local name=$1 needle=$2
-  shift 2
-  "$@" >"$tmp/o" 2>"$tmp/e"
-  local rc=$? lines
-  lines=$(wc -l <"$tmp/e")
-  if [ $rc -eq 2 ] && [ "$lines" -eq 1 ] && grep -q -- "$needle" "$tmp/e" && [ ! -s "$tmp/o" ]; then
-    ok "$name"
-  else
-    bad "$name: rc $rc, $lines lines: $(cat "$tmp/e")"
-  fi
-}
 expect_error "unknown synthetic name lists the known ones" \
   "unknown synthetic model 'gpt-9' (known: smollm2-135m, qwen2.5-0.5b, llama-3.2-1b, stories260k)" \
   "$TXC" bench --synthetic gpt-9

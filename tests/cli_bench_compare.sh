@@ -11,9 +11,7 @@ SHARED=${TXC_SHARED_DIR:?set by ctest}
 SRC=${TXC_SOURCE_DIR:?set by ctest}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+. "$(dirname "$0")/lib_cli.sh" # pass/fail, ok, bad, expect_error
 
 # --- the script's options (checked before anything is installed or built) -----
 bash "$SRC/bench/compare_llamacpp.sh" --help >"$tmp/help" 2>&1 && grep -q -- "--pairs N" "$tmp/help" \

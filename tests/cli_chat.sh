@@ -12,9 +12,7 @@ SHARED=${TXC_SHARED_DIR:?set by ctest}
 MODEL=$SHARED/models/stories260K
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+. "$(dirname "$0")/lib_cli.sh" # pass/fail, ok, bad, expect_error
 
 # tl: TinyLlama's chat template (no BOS in it, as in transformers)
 mkdir "$tmp/tl"
@@ -126,18 +124,6 @@ chat --model "$tmp/tl" --do-sample --seed 7 >"$tmp/s1" 2>&1 && chat --model "$tm
   || bad "sampled chat: $(cat "$tmp/s1") / $(cat "$tmp/s2")"
 
 # --- bad input: one line on stderr, exit status 2 ------------------------------
-expect_error() { # name, needle, command...
-  local name=$1 needle=$2
-  shift 2
-  "$@" >"$tmp/o" 2>"$tmp/e"
-  local rc=$? lines
-  lines=$(wc -l <"$tmp/e")
-  if [ $rc -eq 2 ] && [ "$lines" -eq 1 ] && grep -q -- "$needle" "$tmp/e"; then
-    ok "$name"
-  else
-    bad "$name: rc $rc, $lines lines: $(cat "$tmp/e")"
-  fi
-}
 expect_error "model without a chat template" "has no chat_template" "$TXC" chat --model "$MODEL"
 expect_error "--max-cache-len too small for the first turn" "start a new chat or pass a larger --max-cache-len" \
   chat --model "$tmp/tl" --max-cache-len 20

@@ -8,9 +8,7 @@ SHARED=${TXC_SHARED_DIR:?set by ctest}
 MODEL=$SHARED/models/stories260K
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+. "$(dirname "$0")/lib_cli.sh" # pass/fail, ok, bad, expect_error
 
 # --- the main job -----------------------------------------------------------
 for cache in static dynamic none; do
@@ -58,18 +56,6 @@ TXC_MODEL=$MODEL "$TXC" generate --max-new-tokens 5 -p "The cat" >"$tmp/envm" 2>
   || bad "TXC_MODEL: $(cat "$tmp/envm")"
 
 # --- bad input: one line on stderr, exit status 2 ------------------------------
-expect_error() { # name, needle, command...
-  local name=$1 needle=$2
-  shift 2
-  "$@" >"$tmp/o" 2>"$tmp/e"
-  local rc=$? lines
-  lines=$(wc -l <"$tmp/e")
-  if [ $rc -eq 2 ] && [ "$lines" -eq 1 ] && grep -q -- "$needle" "$tmp/e"; then
-    ok "$name"
-  else
-    bad "$name: rc $rc, $lines lines: $(cat "$tmp/e")"
-  fi
-}
 copy_model() { rm -rf "$tmp/m"; mkdir "$tmp/m"; cp "$MODEL"/*.json "$MODEL"/model.safetensors "$tmp/m/"; }
 
 (cd "$tmp" && mkdir -p nowhere/deeper && cd nowhere/deeper && \

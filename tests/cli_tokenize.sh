@@ -9,9 +9,8 @@ SHARED=${TXC_SHARED_DIR:?set by ctest}
 TOK=$SHARED/tokenizers
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+. "$(dirname "$0")/lib_cli.sh" # pass/fail, ok, bad, expect_error
+cli_quiet_errors=1
 
 # expect_out NAME WANT COMMAND...: stdout must be WANT (printf %b escapes), exit 0
 expect_out() {
@@ -82,18 +81,6 @@ if [ $? -eq 0 ] && grep -q '"tokens":4,' "$tmp/b" && grep -q '"add_special_token
 else bad "--bench --json: $(cat "$tmp/b" "$tmp/e")"; fi
 
 # --- bad input: one line on stderr, exit status 2 -------------------------------
-expect_error() { # name, needle, command...
-  local name=$1 needle=$2
-  shift 2
-  "$@" >"$tmp/o" 2>"$tmp/e"
-  local rc=$? lines
-  lines=$(wc -l <"$tmp/e")
-  if [ $rc -eq 2 ] && [ "$lines" -eq 1 ] && grep -q -- "$needle" "$tmp/e" && [ ! -s "$tmp/o" ]; then
-    ok "$name"
-  else
-    bad "$name: rc $rc, $lines lines: $(cat "$tmp/e")"
-  fi
-}
 expect_error "missing folder" "does not exist" "$TXC" tokenize --model "$tmp/no-such" "x"
 mkdir "$tmp/empty"
 expect_error "folder without tokenizer.json" "tokenizer.json" "$TXC" tokenize --model "$tmp/empty" "x"

@@ -10,9 +10,8 @@ SHARED=${TXC_SHARED_DIR:?set by ctest}
 MODEL=$SHARED/models/stories260K
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL - $1"; }
+. "$(dirname "$0")/lib_cli.sh" # pass/fail, ok, bad, expect_error
+cli_quiet_errors=1
 
 # --- generate: the same text in both modes, the load line --------------------------
 for m in mmap no-mmap; do
@@ -72,18 +71,6 @@ done
   || bad "bench --synthetic --weights: $(cat "$tmp/syn" "$tmp/err")"
 
 # --- bad flags ------------------------------------------------------------------------
-expect_error() { # name, needle, command...
-  local name=$1 needle=$2
-  shift 2
-  "$@" >"$tmp/o" 2>"$tmp/e"
-  local rc=$? lines
-  lines=$(wc -l <"$tmp/e")
-  if [ $rc -eq 2 ] && [ "$lines" -eq 1 ] && grep -q -- "$needle" "$tmp/e" && [ ! -s "$tmp/o" ]; then
-    ok "$name"
-  else
-    bad "$name: rc $rc, $lines lines: $(cat "$tmp/e")"
-  fi
-}
 expect_error "--mmap takes no value" "option '--mmap=1' is unknown or needs a value" \
   "$TXC" generate --model "$MODEL" --mmap=1
 expect_error "bench --no-mmap=x" "option '--no-mmap=x' is unknown" "$TXC" bench --model "$MODEL" --no-mmap=x
