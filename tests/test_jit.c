@@ -11,7 +11,9 @@
 #include "txc/jit.h"
 #include "txc/model.h"
 #include "txc/ops.h"
+#include "txc/threads.h"
 #include "txc/tree.h"
+#include "ops/kernels.h"
 
 
 static txc_env *env;
@@ -294,6 +296,78 @@ static void test_model_step(void **state)
     txc_model_free(m);
 }
 
+/* Sibling linears: q/k/v on one input run as one grouped GEMV in the plan,
+ * bit-identical to eager. in: x (1, 1, K), wq f32, wk bf16 + bias, wbig
+ * bf16 (v is a narrow of it, as Phi-3's fused qkv_proj), wu, wg, wh. */
+static txc_tensor *siblings_eager(txc_tensor *const *in, txc_tensor **out)
+{
+    out[0] = txc_linear(in[0], in[1], NULL);
+    out[1] = txc_linear(in[0], in[2], in[3]);
+    out[2] = txc_linear(in[0], txc_narrow(in[4], 0, 50, 90), NULL);
+    out[3] = txc_linear(txc_mul_scalar(in[0], 2.0), in[5], NULL); /* another input: not a sibling */
+    out[4] = txc_add(txc_linear(in[0], in[6], NULL), txc_linear(in[0], in[7], NULL));
+    return out[4];
+}
+
+static txc_status siblings(void *ctx, txc_tensor *const *in, int n, const void *st, size_t len, txc_tensor **out,
+                           int max, int *n_out)
+{
+    (void)ctx, (void)n, (void)st, (void)len, (void)max;
+    *n_out = 5;
+    return siblings_eager(in, out) ? TXC_OK : txc_last_status();
+}
+
+static void assert_same_bits(const txc_tensor *a, const txc_tensor *b)
+{
+    int64_t n = txc_tensor_numel(a);
+    assert_int_equal(n, txc_tensor_numel(b));
+    float *x = malloc(sizeof(float) * (size_t)n), *y = malloc(sizeof(float) * (size_t)n);
+    assert_int_equal(txc_tensor_copy_to_f32(a, x, n), TXC_OK);
+    assert_int_equal(txc_tensor_copy_to_f32(b, y, n), TXC_OK);
+    assert_memory_equal(x, y, sizeof(float) * (size_t)n);
+    free(x);
+    free(y);
+}
+
+static void test_sibling_linears(void **state)
+{
+    (void)state;
+    int threads = txc_threads_get();
+    const int64_t K = 200; /* not a multiple of 32: the GEMV's tail */
+    const int levels = txc_kern_simd_level() + 1;
+    for (int c = 0; c < 3 * levels; c++) {
+        /* every SIMD level (their row tiles differ) at 1-3 threads */
+        int t = 1 + c % 3;
+        txc_kern_set_simd_level(c / 3);
+        assert_int_equal(txc_threads_set(t), TXC_OK);
+        int mark = txc_env_scope_begin(env);
+        txc_tensor *in[8] = {
+            make(3, (int64_t[]){1, 1, K}, 0.1f),
+            make(2, (int64_t[]){301, K}, 0.2f),
+            txc_to_dtype(make(2, (int64_t[]){70, K}, 0.3f), TXC_BF16),
+            make(1, (int64_t[]){70}, 0.4f),
+            txc_to_dtype(make(2, (int64_t[]){200, K}, 0.5f), TXC_BF16),
+            make(2, (int64_t[]){64, K}, 0.6f),
+            txc_to_dtype(make(2, (int64_t[]){513, K}, 0.7f), TXC_BF16),
+            txc_to_dtype(make(2, (int64_t[]){513, K}, 0.8f), TXC_BF16),
+        };
+        txc_jit *jit = txc_jit_new(env, "siblings", siblings, NULL);
+        txc_tensor *out[5], *ref[5];
+        int n_out;
+        assert_int_equal(txc_jit_call(jit, in, 8, NULL, NULL, 0, out, 5, &n_out), TXC_OK);
+        assert_int_equal(n_out, 5);
+        /* {q, k, v} and the two linears added together; not the one of 2x */
+        assert_int_equal(txc_jit_get_stats(jit).linear_groups, 2);
+        assert_non_null(siblings_eager(in, ref));
+        for (int i = 0; i < 5; i++)
+            assert_same_bits(out[i], ref[i]);
+        txc_jit_free(jit);
+        txc_env_scope_end(env, mark);
+    }
+    txc_kern_set_simd_level(-1);
+    assert_int_equal(txc_threads_set(threads), TXC_OK);
+}
+
 int main(void)
 {
     env = txc_env_default();
@@ -302,6 +376,7 @@ int main(void)
         cmocka_unit_test(test_inplace_state),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_model_step),
+        cmocka_unit_test(test_sibling_linears),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

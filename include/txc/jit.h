@@ -80,6 +80,8 @@ typedef struct txc_jit_stats {
     int64_t arena_bytes;   /* arena of the last plan run */
     int nodes_traced;      /* of the last compilation: ops recorded... */
     int nodes_compiled;    /* ...and kernel launches left after the passes */
+    int linear_groups;     /* ...of which runs of sibling linears on one input (q/k/v, gate/up) executed as
+                              one grouped GEMV: 2+ nodes each */
     /* the compile cache (txc_jit_set_compile_cache) */
     uint64_t cache_loads;   /* plans read from it instead of compiled (compilations = misses - cache_loads) */
     uint64_t cache_saves;   /* plans written to it */

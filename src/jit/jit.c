@@ -33,6 +33,7 @@ typedef struct txc_plan {
     txc_tensor **argv;      /* per node: pointers into hdr (node_argv[i] .. +n_in) */
     int *node_argv;
     int *exec;              /* live kernel nodes, in order */
+    int *group;             /* per exec slot: sibling linears run from it as one (1: alone, 0: run by a leader) */
     int n_exec;
     int *bind_start, *bind_vals; /* per input: the values living in its buffer */
     int64_t arena_bytes;
@@ -216,6 +217,7 @@ static void plan_free(txc_plan *p)
     free(p->argv);
     free(p->node_argv);
     free(p->exec);
+    free(p->group);
     free(p->bind_start);
     free(p->bind_vals);
     free(p);
@@ -290,6 +292,75 @@ static txc_graph *trace(txc_jit *jit, txc_tensor *const *in, int n, const void *
     return g;
 }
 
+/* ---- sibling linears ------------------------------------------------------------------
+ * Consecutive kernel nodes that are aten::linear of one input value (the
+ * q/k/v projections, gate/up) run as one group: txc_ops_linear_group
+ * splits all their weight rows across the threads at once, so the threads
+ * meet once instead of once per projection. Running a later member early
+ * is safe when its output shares no arena bytes with another member's
+ * output or with any member's input: nothing else runs in between. */
+
+#define JIT_GROUP_MAX 8
+
+/* The arena byte range of value v's buffer; false if it is not in the arena. */
+static bool arena_range(const txc_graph *g, int v, int64_t *lo, int64_t *hi)
+{
+    const txc_buffer *b = &g->buffers[g->values[v].buffer];
+    if (b->kind != TXC_BUF_TEMP || b->arena_offset < 0)
+        return false;
+    *lo = b->arena_offset;
+    *hi = b->arena_offset + b->numel * (int64_t)txc_dtype_size(b->dtype);
+    return true;
+}
+
+static bool overlaps(const txc_graph *g, int v, int w)
+{
+    int64_t a0, a1, b0, b1;
+    return arena_range(g, v, &a0, &a1) && arena_range(g, w, &b0, &b1) && a0 < b1 && b0 < a1;
+}
+
+/* May node m join the group of nodes mem[0..k) (all linears of one input)? */
+static bool joins(const txc_graph *g, const int *mem, int k, const txc_node *m)
+{
+    const txc_node *lead = &g->nodes[mem[0]];
+    if (m->op != TXC_OP_LINEAR || m->fused || m->in[0] != lead->in[0] || k >= JIT_GROUP_MAX)
+        return false;
+    int64_t lo, hi;
+    if (!arena_range(g, m->out, &lo, &hi))
+        return false;
+    for (int j = 0; j < m->n_in; j++)
+        if (overlaps(g, m->out, m->in[j]))
+            return false;
+    for (int i = 0; i < k; i++) {
+        const txc_node *o = &g->nodes[mem[i]];
+        if (overlaps(g, m->out, o->out))
+            return false;
+        for (int j = 0; j < o->n_in; j++)
+            if (overlaps(g, m->out, o->in[j]))
+                return false;
+        for (int j = 0; j < m->n_in; j++)
+            if (overlaps(g, o->out, m->in[j]))
+                return false;
+    }
+    return true;
+}
+
+static void find_groups(txc_plan *p)
+{
+    const txc_graph *g = p->graph;
+    for (int e = 0; e < p->n_exec;) {
+        const txc_node *n = &g->nodes[p->exec[e]];
+        int k = 1;
+        if (n->op == TXC_OP_LINEAR && !n->fused && arena_range(g, n->out, &(int64_t){0}, &(int64_t){0}))
+            while (e + k < p->n_exec && joins(g, &p->exec[e], k, &g->nodes[p->exec[e + k]]))
+                k++;
+        p->group[e] = k;
+        for (int i = 1; i < k; i++)
+            p->group[e + i] = 0;
+        e += k;
+    }
+}
+
 /* The executable plan of a planned graph (arena offsets assigned, arena
  * size `arena_bytes`). */
 static txc_plan *build_plan(txc_jit *jit, txc_graph *g, int64_t arena_bytes)
@@ -306,13 +377,14 @@ static txc_plan *build_plan(txc_jit *jit, txc_graph *g, int64_t arena_bytes)
     p->hdr = calloc((size_t)g->n_values + 1, sizeof *p->hdr);
     p->node_argv = calloc((size_t)g->n_nodes + 1, sizeof *p->node_argv);
     p->exec = calloc((size_t)g->n_nodes + 1, sizeof *p->exec);
+    p->group = calloc((size_t)g->n_nodes + 1, sizeof *p->group);
     int n_args = 0;
     for (int i = 0; i < g->n_nodes; i++)
         n_args += g->nodes[i].n_in;
     p->argv = calloc((size_t)n_args + 1, sizeof *p->argv);
     p->bind_start = calloc((size_t)g->n_inputs + 1, sizeof *p->bind_start);
     p->bind_vals = calloc((size_t)g->n_values + 1, sizeof *p->bind_vals);
-    if (!p->arena || !p->buf_arrays || !p->hdr || !p->node_argv || !p->exec || !p->argv || !p->bind_start ||
+    if (!p->arena || !p->buf_arrays || !p->hdr || !p->node_argv || !p->exec || !p->group || !p->argv || !p->bind_start ||
         !p->bind_vals) {
         txc_error(TXC_ERR_NOMEM, "out of memory (plan)");
         goto fail;
@@ -351,6 +423,7 @@ static txc_plan *build_plan(txc_jit *jit, txc_graph *g, int64_t arena_bytes)
         if (!n->dead && !n->is_view)
             p->exec[p->n_exec++] = i;
     }
+    find_groups(p);
     /* Per input, the values living in its buffer, in value order (a
      * counting sort: linear in the values, not inputs x values). */
     int *input_of = malloc(sizeof(int) * ((size_t)g->n_buffers + 1));
@@ -489,6 +562,9 @@ static txc_plan *compile(txc_jit *jit, txc_tensor *const *in, int n, const void 
     p->static_len = len;
     p->hash = signature_hash(in, n, statics, len);
     jit->stats.nodes_compiled = p->n_exec;
+    jit->stats.linear_groups = 0;
+    for (int e = 0; e < p->n_exec; e++)
+        jit->stats.linear_groups += p->group[e] > 1;
     double dt = now_ms() - t0;
     jit->stats.misses++;
     jit->stats.compile_ms += dt;
@@ -511,6 +587,23 @@ static txc_status run(txc_plan *p, txc_tensor *const *in)
         const txc_node *n = &g->nodes[p->exec[e]];
         txc_tensor **args = &p->argv[p->node_argv[p->exec[e]]];
         txc_status s;
+        if (p->group[e] > 1) {
+            int k = p->group[e];
+            txc_tensor *outs[JIT_GROUP_MAX];
+            txc_tensor *const *argvs[JIT_GROUP_MAX];
+            const txc_op_attrs *attrs[JIT_GROUP_MAX];
+            for (int i = 0; i < k; i++) {
+                const txc_node *m = &g->nodes[p->exec[e + i]];
+                outs[i] = &p->hdr[m->out];
+                argvs[i] = &p->argv[p->node_argv[p->exec[e + i]]];
+                attrs[i] = &m->attrs;
+            }
+            s = txc_ops_linear_group(k, outs, argvs, attrs);
+            if (s != TXC_OK)
+                return s;
+            e += k - 1;
+            continue;
+        }
         if (n->fused)
             s = txc_fused_run(n->fused, &p->hdr[n->out], args, n->n_in);
         else

@@ -57,6 +57,21 @@ void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
 void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
                       txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
 
+/* One matrix of a grouped GEMV: C[j] = sum_k A[k] * B[j,k] for j < N (B
+ * rows of stride ldb, float32/bfloat16/float16; C float32). */
+typedef struct txc_gemv_part {
+    const void *B;
+    txc_dtype bdt;
+    int64_t N, ldb;
+    float *C;
+} txc_gemv_part;
+/* Several GEMVs of one float32 row A (K elements) as one parallel job: the
+ * rows of all parts are split into chunks taken on demand, so the threads
+ * meet once for the group (the compiled plan's sibling projections: q/k/v,
+ * gate/up). Every C[j] is bit-identical to txc_kern_gemm_nt(1, N, K, ...)
+ * on that part alone (chunks start at the same row tiles). */
+void txc_kern_gemv_group(int n_parts, const txc_gemv_part *parts, int64_t K, const float *A);
+
 /* amx.c: C = A·Bᵀ for bfloat16 B (rows of stride ldb) with A rounded to
  * bfloat16 (nearest even) and float32 products and sums, on AMX tiles —
  * torch's linear on bfloat16 inputs, but C stays float32. Error bound:

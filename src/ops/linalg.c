@@ -699,6 +699,63 @@ static void gemm_task(void *ctx, int64_t t)
                        j->ldc);
 }
 
+/* ---- grouped GEMV: the parts' rows in one index space, each part padded
+ * to a multiple of 16 rows so that chunks (multiples of 16) start on the
+ * row tiles a single call would use ------------------------------------------------- */
+
+#define GROUP_MAX 8
+
+typedef struct gemv_group_job {
+    int n;
+    txc_gemv_part parts[GROUP_MAX];
+    int64_t start[GROUP_MAX + 1]; /* padded row offset of each part */
+    int64_t K, chunk;
+    const float *A;
+} gemv_group_job;
+
+static int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
+
+static void gemv_group_task(void *ctx, int64_t t)
+{
+    const gemv_group_job *j = ctx;
+    int64_t r0 = t * j->chunk, r1 = r0 + j->chunk;
+    for (int i = 0; i < j->n; i++) {
+        int64_t lo = r0 > j->start[i] ? r0 : j->start[i];
+        int64_t hi = r1 < j->start[i] + j->parts[i].N ? r1 : j->start[i] + j->parts[i].N;
+        if (lo >= hi)
+            continue;
+        const txc_gemv_part *p = &j->parts[i];
+        int64_t row = lo - j->start[i];
+        gemm_nt_serial(1, hi - lo, j->K, j->A, j->K, (const char *)p->B + (size_t)(row * p->ldb) * bsize(p->bdt),
+                       p->bdt, p->ldb, p->C + row, hi - lo);
+    }
+}
+
+void txc_kern_gemv_group(int n_parts, const txc_gemv_part *parts, int64_t K, const float *A)
+{
+    int threads = txc_threads_get();
+    double macs = 0;
+    for (int i = 0; i < n_parts; i++)
+        macs += (double)parts[i].N * (double)K;
+    if (n_parts > GROUP_MAX || threads <= 1 || K <= 0 || macs < PAR_MIN_MACS) {
+        for (int i = 0; i < n_parts; i++)
+            txc_kern_gemm_nt(1, parts[i].N, K, A, K, parts[i].B, parts[i].bdt, parts[i].ldb, parts[i].C,
+                             parts[i].N);
+        return;
+    }
+    gemv_group_job j = {.n = n_parts, .K = K, .A = A};
+    int64_t rows = 0;
+    for (int i = 0; i < n_parts; i++) {
+        j.parts[i] = parts[i];
+        j.start[i] = rows;
+        rows += round16(parts[i].N);
+    }
+    j.start[n_parts] = rows;
+    int64_t chunk = (rows + threads * GEMV_CHUNKS - 1) / (threads * GEMV_CHUNKS);
+    j.chunk = round16(chunk);
+    txc_parallel_for_dynamic((rows + j.chunk - 1) / j.chunk, gemv_group_task, &j);
+}
+
 static pthread_once_t exit_hook_once = PTHREAD_ONCE_INIT;
 static void set_exit_hook(void) { txc_threads_set_worker_exit(txc_scratch_free_all); }
 
@@ -1006,6 +1063,28 @@ static txc_status infer_linear(txc_tensor *const *in, int n_in, const txc_op_att
     return TXC_OK;
 }
 
+/* C (M rows of N) += bias (N, or one value), converted to float32. */
+static txc_status add_bias(float *C, int64_t M, int64_t N, const txc_tensor *bias)
+{
+    /* (the GEMM is done with its ROW slot: the bias row may use it) */
+    float bstack[1024], *bv = N <= 1024 ? bstack : work_f32(N, TXC_SCRATCH_ROW);
+    if (!bv)
+        return oom("aten::linear");
+    if (bias->ndim == 0 || bias->shape[0] == 1) {
+        float v = (float)txc_dtype_load(bias->dtype, txc_impl_data(bias), 0);
+        for (int64_t j = 0; j < N; j++)
+            bv[j] = v;
+    } else {
+        txc_kern_to_f32(bias->dtype, txc_impl_data(bias), bias->strides[0], bv, N);
+    }
+    for (int64_t i = 0; i < M; i++) {
+        float *c = C + i * N;
+        for (int64_t j = 0; j < N; j++)
+            c[j] += bv[j];
+    }
+    return TXC_OK;
+}
+
 static txc_status cpu_linear(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
 {
     const txc_tensor *x = in[0], *w = in[1], *bias = (a->flags & TXC_ATTR_NO_BIAS) ? NULL : in[2];
@@ -1059,26 +1138,44 @@ static txc_status cpu_linear(txc_tensor *out, txc_tensor *const *in, int n_in, c
         pack_f32(W, w->dtype, N, K, ws0, ws1, bbuf);
         txc_kern_gemm_nt(M, N, K, A, lda, bbuf, TXC_F32, K, C, N);
     }
-    if (bias) {
-        /* (the GEMM is done with its ROW slot: the bias row may use it) */
-        float bstack[1024], *bv = N <= 1024 ? bstack : work_f32(N, TXC_SCRATCH_ROW);
-        if (!bv)
-            return oom("aten::linear");
-        if (bias->ndim == 0 || bias->shape[0] == 1) {
-            float v = (float)txc_dtype_load(bias->dtype, txc_impl_data(bias), 0);
-            for (int64_t j = 0; j < N; j++)
-                bv[j] = v;
-        } else {
-            txc_kern_to_f32(bias->dtype, txc_impl_data(bias), bias->strides[0], bv, N);
-        }
-        for (int64_t i = 0; i < M; i++) {
-            float *c = C + i * N;
-            for (int64_t j = 0; j < N; j++)
-                c[j] += bv[j];
-        }
-    }
+    if (bias && add_bias(C, M, N, bias) != TXC_OK)
+        return TXC_ERR_NOMEM;
     if (cbuf)
         store_rows(out, 0, cbuf, M * N);
+    return TXC_OK;
+}
+
+txc_status txc_ops_linear_group(int n, txc_tensor *const *outs, txc_tensor *const *const *args,
+                                const txc_op_attrs *const *attrs)
+{
+    const txc_tensor *x = args[0][0];
+    int64_t K = x->ndim > 0 ? x->shape[x->ndim - 1] : 0;
+    bool fast = n <= GROUP_MAX && x->dtype == TXC_F32 && x->numel == K && K > 1 && txc_tensor_is_contiguous(x);
+    for (int i = 0; fast && i < n; i++) {
+        const txc_tensor *w = args[i][1];
+        fast = args[i][0] == x && outs[i]->dtype == TXC_F32 && txc_tensor_is_contiguous(outs[i]) && w->ndim == 2 &&
+               w->shape[1] == K && w->strides[1] == 1 && w->shape[0] > 1 && is_gemm_dtype(w->dtype);
+    }
+    if (!fast) {
+        for (int i = 0; i < n; i++) {
+            txc_status s = cpu_linear(outs[i], args[i], (attrs[i]->flags & TXC_ATTR_NO_BIAS) ? 2 : 3, attrs[i]);
+            if (s != TXC_OK)
+                return s;
+        }
+        return TXC_OK;
+    }
+    txc_gemv_part parts[GROUP_MAX] = {{0}};
+    for (int i = 0; i < n; i++) {
+        const txc_tensor *w = args[i][1];
+        parts[i] = (txc_gemv_part){txc_impl_data(w), w->dtype, w->shape[0], w->strides[0],
+                                   (float *)txc_impl_data(outs[i])};
+    }
+    txc_kern_gemv_group(n, parts, K, txc_impl_data(x));
+    for (int i = 0; i < n; i++) {
+        const txc_tensor *bias = (attrs[i]->flags & TXC_ATTR_NO_BIAS) ? NULL : args[i][2];
+        if (bias && add_bias(parts[i].C, 1, parts[i].N, bias) != TXC_OK)
+            return TXC_ERR_NOMEM;
+    }
     return TXC_OK;
 }
 

@@ -108,6 +108,16 @@ typedef struct txc_op_def {
 
 /* The table, indexed by txc_op_id. */
 const txc_op_def *txc_op_get(txc_op_id id);
+/* Run n aten::linear calls that share their input x (args[i] = {x, w_i[,
+ * b_i]}, attrs[i] their attrs; outs[i] preallocated as the op's inference
+ * gives) — the compiled plan's sibling projections. A single vector x
+ * (M = 1, float32, contiguous) with row-major weights and float32 outputs
+ * runs as one grouped GEMV (txc_kern_gemv_group: one meeting of the
+ * threads instead of n); anything else runs the n linears one by one.
+ * Results are bit-identical to n separate calls. Errors: those of
+ * aten::linear (TXC_ERR_NOMEM for a work buffer). */
+txc_status txc_ops_linear_group(int n, txc_tensor *const *outs, txc_tensor *const *const *args,
+                                const txc_op_attrs *const *attrs);
 const char *txc_op_name(txc_op_id id);
 
 /* Registration, one function per kernel file (each fills its entries). */

@@ -283,9 +283,9 @@ static int cmd_generate(int argc, char **argv)
                 for (int w = 0; w < 2; w++) {
                     txc_jit_stats js = txc_generator_jit_stats(gen, w);
                     if (js.misses)
-                        fprintf(stderr, "jit %s: %d ops traced, %d kernels after passes, arena %.1f KiB, "
-                                        "last recompile: %s\n",
-                                w ? "decode" : "prefill", js.nodes_traced, js.nodes_compiled,
+                        fprintf(stderr, "jit %s: %d ops traced, %d kernels after passes (%d groups of sibling "
+                                        "linears), arena %.1f KiB, last recompile: %s\n",
+                                w ? "decode" : "prefill", js.nodes_traced, js.nodes_compiled, js.linear_groups,
                                 (double)js.arena_bytes / 1024.0, txc_generator_last_recompile_reason(gen, w));
                 }
                 txc_jit_stats cs[2] = {txc_generator_jit_stats(gen, 0), txc_generator_jit_stats(gen, 1)};
