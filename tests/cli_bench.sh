@@ -112,6 +112,33 @@ if [ -n "$(ids "$tmp/s1")" ] && [ "$(ids "$tmp/s1")" = "$(ids "$tmp/s2")" ] && [
 else
   bad "--seed: $(ids "$tmp/s1") / $(ids "$tmp/s2") / $(ids "$tmp/s3")"
 fi
+# --profile: the compiled decode step's kernel time by op, for the jit rows only (7 decode steps of
+# a 5-layer model: q/k/v and gate/up run as 2 groups of sibling linears per layer, 70 calls).
+"$TXC" bench --synthetic stories260k --new-tokens 8 --modes eager-static,jit-static --profile --json >"$tmp/prof" 2>&1
+rc=$?
+if ! command -v python3 >/dev/null; then
+  ok "--profile check skipped (no python3)"
+elif [ $rc -eq 0 ] && python3 - "$tmp/prof" <<'PY'
+import json, sys
+rows = {r["mode"]: r for r in json.load(open(sys.argv[1]))["rows"]}
+assert "decode_profile" not in rows["eager-static"]
+p = rows["jit-static"]["decode_profile"]
+assert 0 < len(p) <= 8, p
+assert all(e["calls"] > 0 and e["ms"] >= 0 and 0 <= e["share"] <= 1 for e in p), p
+assert sum(e["share"] for e in p) <= 1.001, p
+assert [e["ms"] for e in p] == sorted((e["ms"] for e in p), reverse=True), p
+calls = {e["op"]: e["calls"] for e in p}
+assert calls.get("linear group", 70) == 70 and calls.get("txc::causal_attention", 35) == 35, p
+assert "linear group" in calls or "aten::linear" in calls, p
+PY
+then
+  ok "--profile --json: jit rows only, shares sorted and summing to at most 1, 70 grouped calls"
+else
+  bad "--profile --json: rc $rc $(cat "$tmp/prof")"
+fi
+"$TXC" bench --synthetic stories260k --new-tokens 8 --modes jit-static --profile >"$tmp/prof" 2>&1
+grep -qE "^jit-static decode step, kernel time by op \([0-9.]+ ms over 7 steps\): [a-z]" "$tmp/prof" \
+  && ok "--profile table line" || bad "--profile table: $(cat "$tmp/prof")"
 "$TXC" bench --synthetic Qwen/Qwen2.5-0.5B --help >/dev/null 2>&1 && ok "--help" || bad "--help"
 
 # The baseline limit: eager-none stops early (after at least 2 tokens) and says so.

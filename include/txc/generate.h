@@ -104,6 +104,10 @@ void txc_generator_free(txc_generator *gen);
 /* Stats of the compiled prefill (which = 0) or decode (which = 1) step. */
 txc_jit_stats txc_generator_jit_stats(const txc_generator *gen, int which);
 const char *txc_generator_last_recompile_reason(const txc_generator *gen, int which);
+/* Kernel time per op kind of the compiled prefill (which = 0) and decode
+ * (1) steps: txc_jit_set_profile / txc_jit_get_profile on both jits. */
+void txc_generator_set_profile(txc_generator *gen, bool on);
+int txc_generator_jit_profile(const txc_generator *gen, int which, txc_jit_op_time *out, int max);
 /* As txc_generate, reusing the generator's compiled steps. */
 txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64_t n_input,
                              const txc_generate_options *opts, txc_generate_result *result);

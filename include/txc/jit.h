@@ -91,6 +91,24 @@ typedef struct txc_jit_stats {
     const char *last_compile_source; /* of the last plan made: "compiled", "loaded from cache"; "" before any */
 } txc_jit_stats;
 
+/* Kernel time per op kind of a jit's calls, while profiling is on
+ * (txc_jit_set_profile): `op` is the aten name ("aten::linear"), "fused
+ * elementwise" for the fusion pass's programs, or "linear group" for
+ * sibling linears run as one grouped GEMV; ms is wall time summed over the
+ * calls, measured around each kernel launch (CLOCK_MONOTONIC). */
+typedef struct txc_jit_op_time {
+    const char *op;
+    uint64_t calls;
+    double ms;
+} txc_jit_op_time;
+
+/* On: time every kernel launch of the following calls (two clock reads
+ * per launch); the counts start from zero. Off: stop timing, keep them. */
+void txc_jit_set_profile(txc_jit *jit, bool on);
+/* Up to `max` op kinds with their time, most time first; returns how many
+ * kinds ran (may exceed max). */
+int txc_jit_get_profile(const txc_jit *jit, txc_jit_op_time *out, int max);
+
 /* A jit of `fn` in `env` (NULL: active). `name` is used in messages. */
 txc_jit *txc_jit_new(txc_env *env, const char *name, txc_jit_fn fn, void *ctx);
 void txc_jit_free(txc_jit *jit);

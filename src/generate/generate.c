@@ -252,6 +252,17 @@ void txc_generator_free(txc_generator *g)
 
 txc_jit_stats txc_generator_jit_stats(const txc_generator *g, int which) { return txc_jit_get_stats(g->jit[which != 0]); }
 
+void txc_generator_set_profile(txc_generator *g, bool on)
+{
+    txc_jit_set_profile(g->jit[0], on);
+    txc_jit_set_profile(g->jit[1], on);
+}
+
+int txc_generator_jit_profile(const txc_generator *g, int which, txc_jit_op_time *out, int max)
+{
+    return txc_jit_get_profile(g->jit[which != 0], out, max);
+}
+
 const char *txc_generator_last_recompile_reason(const txc_generator *g, int which)
 {
     return txc_jit_last_recompile_reason(g->jit[which != 0]);

@@ -51,7 +51,13 @@ struct txc_jit {
     char **last_names;   /* input names of the last call that compiled */
     char *cache_dir;     /* the compile cache folder, NULL: off */
     char cache_msg[3 * PATH_MAX + 1024];
+    bool profile;                                 /* time each kernel launch */
+    double prof_ms[TXC_OP_COUNT + 2];             /* per op; then fused, linear group */
+    uint64_t prof_calls[TXC_OP_COUNT + 2];
 };
+
+#define PROF_FUSED TXC_OP_COUNT
+#define PROF_GROUP (TXC_OP_COUNT + 1)
 
 /* Plans one jit saves to the compile cache per process, at most (a power-of-
  * two prefill bucket per doubling of the prompt needs ~log2(max_cache_len)). */
@@ -574,8 +580,15 @@ static txc_plan *compile(txc_jit *jit, txc_tensor *const *in, int n, const void 
 
 /* ---- execution ------------------------------------------------------------------------ */
 
-static txc_status run(txc_plan *p, txc_tensor *const *in)
+static void prof_add(txc_jit *jit, int kind, double t0)
 {
+    jit->prof_ms[kind] += now_ms() - t0;
+    jit->prof_calls[kind]++;
+}
+
+static txc_status run(txc_jit *jit, txc_plan *p, txc_tensor *const *in)
+{
+    const bool prof = jit->profile;
     const txc_graph *g = p->graph;
     for (int i = 0; i < g->n_inputs; i++) /* bind: the caller's array, no copy */
         for (int k = p->bind_start[i]; k < p->bind_start[i + 1]; k++) {
@@ -587,6 +600,7 @@ static txc_status run(txc_plan *p, txc_tensor *const *in)
         const txc_node *n = &g->nodes[p->exec[e]];
         txc_tensor **args = &p->argv[p->node_argv[p->exec[e]]];
         txc_status s;
+        const double t0 = prof ? now_ms() : 0;
         if (p->group[e] > 1) {
             int k = p->group[e];
             txc_tensor *outs[JIT_GROUP_MAX];
@@ -601,6 +615,8 @@ static txc_status run(txc_plan *p, txc_tensor *const *in)
             s = txc_ops_linear_group(k, outs, argvs, attrs);
             if (s != TXC_OK)
                 return s;
+            if (prof)
+                prof_add(jit, PROF_GROUP, t0);
             e += k - 1;
             continue;
         }
@@ -608,6 +624,8 @@ static txc_status run(txc_plan *p, txc_tensor *const *in)
             s = txc_fused_run(n->fused, &p->hdr[n->out], args, n->n_in);
         else
             s = txc_op_get(n->op)->cpu(&p->hdr[n->out], args, n->n_in, &n->attrs);
+        if (prof)
+            prof_add(jit, n->fused ? PROF_FUSED : (int)n->op, t0);
         if (s != TXC_OK)
             return s;
     }
@@ -629,6 +647,38 @@ txc_jit *txc_jit_new(txc_env *env, const char *name, txc_jit_fn fn, void *ctx)
     jit->ctx = ctx;
     jit->stats.last_compile_source = "";
     return jit;
+}
+
+void txc_jit_set_profile(txc_jit *jit, bool on)
+{
+    if (on && !jit->profile) {
+        memset(jit->prof_ms, 0, sizeof jit->prof_ms);
+        memset(jit->prof_calls, 0, sizeof jit->prof_calls);
+    }
+    jit->profile = on;
+}
+
+int txc_jit_get_profile(const txc_jit *jit, txc_jit_op_time *out, int max)
+{
+    int n = 0;
+    for (int k = 0; k < TXC_OP_COUNT + 2; k++) {
+        if (!jit->prof_calls[k])
+            continue;
+        txc_jit_op_time t = {k == PROF_FUSED   ? "fused elementwise"
+                             : k == PROF_GROUP ? "linear group"
+                                               : txc_op_name((txc_op_id)k),
+                             jit->prof_calls[k], jit->prof_ms[k]};
+        int i = n < max ? n : max; /* insertion by time, descending, keeping the top max */
+        while (i > 0 && out[i - 1].ms < t.ms) {
+            if (i < max)
+                out[i] = out[i - 1];
+            i--;
+        }
+        if (i < max)
+            out[i] = t;
+        n++;
+    }
+    return n;
 }
 
 void txc_jit_free(txc_jit *jit)
@@ -726,7 +776,7 @@ txc_status txc_jit_call(txc_jit *jit, txc_tensor *const *in, int n, const char *
     if (p->graph->n_outputs > max_outputs)
         return txc_error(TXC_ERR_INVALID, "jit '%s': %d outputs, room for %d", jit->name, p->graph->n_outputs,
                          max_outputs);
-    txc_status s = run(p, in);
+    txc_status s = run(jit, p, in);
     if (s != TXC_OK)
         return s;
     jit->stats.arena_bytes = p->arena_bytes;

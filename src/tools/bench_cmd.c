@@ -5,7 +5,7 @@
  *             [--new-tokens N] [--prompt-tokens N | --prompt TEXT] [--modes a,b,...]
  *             [--max-cache-len N] [--baseline-limit SECONDS] [--json]
  *             [--compile-cache DIR | --no-compile-cache] [--threads N] [--membw]
- *             [--mmap | --no-mmap | --weights mmap,copy] [--no-hugepages]
+ *             [--mmap | --no-mmap | --weights mmap,copy] [--no-hugepages] [--profile]
  *   txc bench --membw          (the machine's read bandwidth only)
  *
  * One row per mode — a cache kind (none, dynamic, static) run eagerly or
@@ -92,6 +92,8 @@ static const bench_mode known_modes[] = {
 #define N_KNOWN_MODES ((int)(sizeof known_modes / sizeof *known_modes))
 #define N_DEFAULT_MODES 5 /* the first five, in the article's order plus jit-dynamic */
 
+#define PROFILE_TOP 8
+
 typedef struct bench_row {
     const bench_mode *mode;
     int64_t n_new;
@@ -108,6 +110,10 @@ typedef struct bench_row {
     double prefill_compile_ms;
     double rss_bound_mb;     /* weights + KV cache + 64 MiB */
     int weights_index;       /* into bench_info.loads */
+    /* --profile: the compiled decode step's kernel time by op kind, most first */
+    txc_jit_op_time prof[PROFILE_TOP];
+    int n_prof;          /* kinds kept (<= PROFILE_TOP); 0: not profiled */
+    double prof_total_ms; /* over every kind */
 } bench_row;
 
 /* One model load (one per weights mode). */
@@ -140,7 +146,7 @@ static void usage_bench(FILE *f)
             "                 [--new-tokens N] [--prompt-tokens N | --prompt TEXT] [--modes a,b,...]\n"
             "                 [--max-cache-len N] [--baseline-limit SECONDS] [--json]\n"
             "                 [--compile-cache DIR | --no-compile-cache] [--threads N] [--membw]\n"
-            "                 [--mmap | --no-mmap | --weights mmap,copy] [--no-hugepages]\n"
+            "                 [--mmap | --no-mmap | --weights mmap,copy] [--no-hugepages] [--profile]\n"
             "\n"
             "The torchax article's table for one model on this machine: greedy generation of the\n"
             "same prompt in each mode, each with a fresh generator, no stop on eos.\n"
@@ -168,7 +174,9 @@ static void usage_bench(FILE *f)
             "  --mmap, --no-mmap    use the weights in place from the mmap'd file, or copy\n"
             "                       them into anonymous memory (huge pages; the default)\n"
             "  --weights LIST       run the rows under each of mmap,copy (reloading the model)\n"
-            "  --no-hugepages       with the copy: do not ask for transparent huge pages\n");
+            "  --no-hugepages       with the copy: do not ask for transparent huge pages\n"
+            "  --profile            time each kernel of the compiled steps and print the decode\n"
+            "                       step's time by op for the jit rows (two clock reads per kernel)\n");
 }
 
 /* ---- the machine ------------------------------------------------------------------ */
@@ -385,7 +393,7 @@ static bool within_limit(void *ctx, int32_t id)
 
 static txc_status run_mode(txc_model *model, const bench_mode *mode, const int32_t *prompt, int64_t n_prompt,
                            int64_t new_tokens, int64_t max_cache_len, double baseline_limit_s, const char *cache_dir,
-                           bench_row *row)
+                           bool profile, bench_row *row)
 {
     memset(row, 0, sizeof *row);
     row->mode = mode;
@@ -396,6 +404,8 @@ static txc_status run_mode(txc_model *model, const bench_mode *mode, const int32
         txc_generator_free(gen);
         return txc_last_status();
     }
+    if (profile && mode->jit)
+        txc_generator_set_profile(gen, true);
     txc_generate_options o = txc_generate_default_options(model, NULL);
     o.n_eos = 0; /* every mode makes exactly new_tokens */
     o.max_new_tokens = new_tokens;
@@ -437,6 +447,15 @@ static txc_status run_mode(txc_model *model, const bench_mode *mode, const int32
                     fprintf(stderr, "txc: compile cache: %llu %s plan(s) could not be written to %s\n",
                             (unsigned long long)js.cache_errors, w ? "decode" : "prefill", cache_dir);
             }
+        if (profile && mode->jit) {
+            txc_jit_op_time all[64];
+            int n = txc_generator_jit_profile(gen, 1, all, 64);
+            n = n < 64 ? n : 64;
+            for (int i = 0; i < n; i++)
+                row->prof_total_ms += all[i].ms;
+            row->n_prof = n < PROFILE_TOP ? n : PROFILE_TOP;
+            memcpy(row->prof, all, sizeof(txc_jit_op_time) * (size_t)row->n_prof);
+        }
         row->ids = res.new_ids; /* taken over */
         res.new_ids = NULL;
         if (res.n_new != new_tokens && !lim.hit)
@@ -599,6 +618,18 @@ static void print_json(const bench_info *bi, const bench_row *rows, int n, bool 
         cJSON_AddNumberToObject(o, "decode_gbps", round_to(r->decode_gbps, 1e-4));
         if (bi->membw_gbps > 0)
             cJSON_AddNumberToObject(o, "bw_fraction", round_to(r->decode_gbps / bi->membw_gbps, 1e-4));
+        if (r->n_prof) {
+            cJSON *pa = cJSON_AddArrayToObject(o, "decode_profile");
+            for (int k = 0; k < r->n_prof; k++) {
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddStringToObject(e, "op", r->prof[k].op);
+                cJSON_AddNumberToObject(e, "calls", (double)r->prof[k].calls);
+                cJSON_AddNumberToObject(e, "ms", round_to(r->prof[k].ms, 1e-3));
+                cJSON_AddNumberToObject(e, "share",
+                                        round_to(r->prof_total_ms > 0 ? r->prof[k].ms / r->prof_total_ms : 0, 1e-4));
+                cJSON_AddItemToArray(pa, e);
+            }
+        }
         else
             cJSON_AddNullToObject(o, "bw_fraction");
         cJSON_AddBoolToObject(o, "cache_resident", cache_resident(bi, r));
@@ -725,6 +756,17 @@ static void print_table(const bench_info *bi, const bench_row *rows, int n, bool
     printf("(bound: weights + KV cache + 64 MiB; peak RSS since the model's load%s)\n",
            bi->loads[0].hwm_reset ? "" : ", here since the process started: the kernel refused the reset");
     printf("\n");
+    for (int i = 0; i < n; i++) {
+        const bench_row *r = &rows[i];
+        if (!r->n_prof)
+            continue;
+        printf("%s decode step, kernel time by op (%.1f ms over %lld steps):", r->mode->name, r->prof_total_ms,
+               (long long)(r->n_new > 1 ? r->n_new - 1 : 0));
+        for (int k = 0; k < r->n_prof; k++)
+            printf("%s %s %.1f%%", k ? "," : "", r->prof[k].op,
+                   r->prof_total_ms > 0 ? 100.0 * r->prof[k].ms / r->prof_total_ms : 0.0);
+        printf("\n");
+    }
     for (int i = 0; i < n; i++)
         if (rows[i].mode->jit && bi->compile_cache)
             printf("compile cache %s: %s loaded %lld of its %lld plans from it, saved %lld\n", bi->compile_cache,
@@ -841,7 +883,7 @@ int txc_cmd_bench(int argc, char **argv)
     const char *model_dir = NULL, *synthetic = NULL, *dtype_name = NULL, *prompt_text = NULL, *modes_list = NULL;
     int64_t new_tokens = 256, prompt_tokens = -1, max_cache_len = 0, seed = 0;
     double baseline_limit = 120;
-    bool json = false, no_compile_cache = false, membw = false;
+    bool json = false, no_compile_cache = false, membw = false, profile = false;
     int64_t threads = 0;
     const char *compile_cache = NULL, *weights_list = NULL;
     txc_model_options wopts = {0}; /* --mmap / --no-mmap / --no-hugepages */
@@ -854,6 +896,7 @@ int txc_cmd_bench(int argc, char **argv)
         {"json", no_argument, 0, 'j'},               {"help", no_argument, 0, 'h'},
         {"compile-cache", required_argument, 0, 'C'}, {"no-compile-cache", no_argument, 0, 'N'},
         {"threads", required_argument, 0, 'T'},      {"membw", no_argument, 0, 'W'},
+        {"profile", no_argument, 0, 'R'},
         {"weights", required_argument, 0, 'w'},      TXC_CLI_WEIGHTS_LONGOPTS,
         {0, 0, 0, 0},
     };
@@ -874,6 +917,7 @@ int txc_cmd_bench(int argc, char **argv)
         case 'C': compile_cache = optarg, no_compile_cache = false; break;
         case 'N': no_compile_cache = true; break;
         case 'W': membw = true; break;
+        case 'R': profile = true; break;
         case 'T':
             if (!txc_cli_parse_int("--threads", optarg, 1, &threads))
                 return EXIT_ERROR;
@@ -1104,7 +1148,7 @@ int txc_cmd_bench(int argc, char **argv)
                 fprintf(stderr, "bench: %s (%s)...\n", modes[i]->name, txc_weights_mode_name(wmodes[w]));
             txc_clear_error();
             if (run_mode(model, modes[i], prompt, (int64_t)n_prompt, new_tokens, max_cache_len, baseline_limit,
-                         compile_cache, r) != TXC_OK) {
+                         compile_cache, profile, r) != TXC_OK) {
                 rc = txc_cli_fail_in(modes[i]->name);
                 break;
             }
