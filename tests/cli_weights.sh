@@ -40,9 +40,9 @@ grep -q "^load: [0-9.]* ms (copy, 1.0 MB; weights" "$tmp/err.nh" && ok "--no-hug
   --no-compile-cache >"$tmp/table" 2>"$tmp/err"
 rc=$?
 [ $rc -eq 0 ] && ok "bench --weights mmap,copy (rc 0)" || bad "bench --weights: rc $rc $(cat "$tmp/err")"
-grep -q "^weights: mmap, 1.0 MB (1.0 MB in place in the mmap); load [0-9.]* ms$" "$tmp/table" && ok "mmap load line" \
+grep -q "^weights: mmap, 1.0 MB (1.0 MB in place in the mmap); load [0-9.]* ms, peak RSS [0-9.]* MB$" "$tmp/table" && ok "mmap load line" \
   || bad "mmap load line: $(grep '^weights' "$tmp/table")"
-grep -q "^weights: copy, 1.0 MB (1.0 MB copied in [0-9.]* ms, [0-9.]* GB/s, \(huge\|small\) pages); load [0-9.]* ms$" "$tmp/table" \
+grep -q "^weights: copy, 1.0 MB (1.0 MB copied in [0-9.]* ms, [0-9.]* GB/s, \(huge\|small\) pages); load [0-9.]* ms, peak RSS [0-9.]* MB$" "$tmp/table" \
   && ok "copy load line" || bad "copy load line: $(grep '^weights' "$tmp/table")"
 for r in jit-static/mmap eager-static/mmap jit-static/copy eager-static/copy; do
   grep -q "^$r  *16 " "$tmp/table" && ok "row $r" || bad "row $r"

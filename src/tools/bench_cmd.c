@@ -19,9 +19,9 @@
  * Per row, the bytes a decode token reads (the weights it multiplies, the
  * embedding row, the valid prefix of the KV cache, averaged over the
  * decode steps), the GB/s that makes at the row's decode tokens/s, and the
- * process's peak RSS (VmHWM, reset before each model load where the kernel
- * allows, else the process's peak so far) against the bound weights + KV
- * cache + 64 MiB; with --membw, the machine's read bandwidth (a streaming
+ * row's peak RSS (VmHWM, reset before each row where the kernel allows,
+ * else the process's peak so far) against the bound weights + KV cache +
+ * 64 MiB (each load's own peak is printed with its time); with --membw, the machine's read bandwidth (a streaming
  * read of 1 GiB of huge pages on every thread with the decode GEMV's loads
  * and prefetch — txc_kern_read_bytes — median of 5 passes, measured after the rows
  * so that it does not count in their RSS) and each row's fraction of it. A
@@ -121,6 +121,7 @@ typedef struct bench_load {
     txc_weights_info info;
     double load_ms;
     bool hwm_reset; /* the peak RSS was reset before it */
+    double peak_rss_mb; /* the peak RSS of the load itself */
 } bench_load;
 
 
@@ -563,6 +564,7 @@ static void print_json(const bench_info *bi, const bench_row *rows, int n, bool 
         cJSON_AddNumberToObject(o, "copy_gbps",
                                 l->info.copy_ms > 0 ? round_to((double)l->info.file_bytes / (l->info.copy_ms * 1e6), 1e-4) : 0);
         cJSON_AddBoolToObject(o, "peak_rss_reset", l->hwm_reset);
+        cJSON_AddNumberToObject(o, "peak_rss_mb", round_to(l->peak_rss_mb, 1e-1));
         cJSON_AddItemToArray(loads, o);
     }
     cJSON_AddNumberToObject(j, "prompt_tokens", (double)bi->n_prompt);
@@ -694,7 +696,7 @@ static void print_table(const bench_info *bi, const bench_row *rows, int n, bool
                    l->info.hugepages ? ", huge pages" : ", small pages");
         else if (l->info.mode == TXC_WEIGHTS_MMAP)
             printf(" (%.1f MB in place in the mmap)", (double)l->info.file_bytes / 1e6);
-        printf("; load %.1f ms\n", l->load_ms);
+        printf("; load %.1f ms, peak RSS %.1f MB\n", l->load_ms, l->peak_rss_mb);
     }
     int wcol = bi->n_loads > 1 ? 19 : 14;
     printf("%-*s %10s %9s %11s %13s %14s %11s %17s  %s\n", wcol, "mode", "new tokens", "total s", "prefill ms",
@@ -753,7 +755,7 @@ static void print_table(const bench_info *bi, const bench_row *rows, int n, bool
                r->decode_gbps, frac, r->prefill_gflops,
                bi->peak.gflops > 0 ? 100.0 * r->prefill_gflops / bi->peak.gflops : 0.0, r->peak_rss_mb, bound);
     }
-    printf("(bound: weights + KV cache + 64 MiB; peak RSS since the model's load%s)\n",
+    printf("(bound: weights + KV cache + 64 MiB; peak RSS of each row's generation%s)\n",
            bi->loads[0].hwm_reset ? "" : ", here since the process started: the kernel refused the reset");
     printf("\n");
     for (int i = 0; i < n; i++) {
@@ -1055,6 +1057,7 @@ int txc_cmd_bench(int argc, char **argv)
         snprintf(bi.file_dtype, sizeof bi.file_dtype, "%s", *td ? td : "unknown"); /* (the model may be reloaded) */
     }
     bi.loads[0].load_ms = txc_cli_now_ms() - t0;
+    bi.loads[0].peak_rss_mb = peak_rss_mb();
     bi.loads[0].info = txc_model_weights_info(model);
     bi.n_loads = 1;
     describe_memory_dtypes(model, bi.memory_dtype, sizeof bi.memory_dtype);
@@ -1139,6 +1142,7 @@ int txc_cmd_bench(int argc, char **argv)
                 break;
             }
             bi.loads[w].load_ms = txc_cli_now_ms() - t0;
+            bi.loads[w].peak_rss_mb = peak_rss_mb();
             bi.loads[w].info = txc_model_weights_info(model);
             bi.n_loads++;
         }
@@ -1147,6 +1151,7 @@ int txc_cmd_bench(int argc, char **argv)
             if (progress)
                 fprintf(stderr, "bench: %s (%s)...\n", modes[i]->name, txc_weights_mode_name(wmodes[w]));
             txc_clear_error();
+            reset_peak_rss(); /* this row's generation only (the load's peak is its own) */
             if (run_mode(model, modes[i], prompt, (int64_t)n_prompt, new_tokens, max_cache_len, baseline_limit,
                          compile_cache, profile, r) != TXC_OK) {
                 rc = txc_cli_fail_in(modes[i]->name);
