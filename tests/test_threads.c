@@ -272,6 +272,53 @@ typedef struct {
     bool causal, mask;
 } att_case;
 
+/* txc::causal_attention in double precision, by its definition: row i of
+ * head hq (kv head hq / (Hq / Hkv)) at position p sees keys
+ * (p - window, p], scores scaled by 1/sqrt(E), tanh soft-capped, softmax,
+ * times V. Checks `out` within 1e-5 relative to the largest |value|. */
+static void check_causal_reference(const att_case *ac, txc_tensor *const *in, const txc_tensor *out)
+{
+    const int64_t B = ac->B, Hq = ac->Hq, Hkv = ac->Hkv, L = ac->L, S = ac->S, E = ac->E, G = Hq / Hkv;
+    int64_t nq = B * Hq * L * E, nk = B * Hkv * S * E;
+    float *q = malloc(sizeof(float) * (size_t)nq), *k = malloc(sizeof(float) * (size_t)nk),
+          *v = malloc(sizeof(float) * (size_t)nk), *o = malloc(sizeof(float) * (size_t)nq);
+    double *w = malloc(sizeof(double) * (size_t)S);
+    assert_int_equal(txc_tensor_copy_to_f32(in[0], q, nq), TXC_OK);
+    assert_int_equal(txc_tensor_copy_to_f32(in[1], k, nk), TXC_OK);
+    assert_int_equal(txc_tensor_copy_to_f32(in[2], v, nk), TXC_OK);
+    assert_int_equal(txc_tensor_copy_to_f32(out, o, nq), TXC_OK);
+    double worst = 0, big = 0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t hq = 0; hq < Hq; hq++)
+            for (int64_t i = 0; i < L; i++) {
+                int64_t p = ac->pos0 + i, st = ac->window && p + 1 > ac->window ? p + 1 - ac->window : 0;
+                const float *qr = q + ((b * Hq + hq) * L + i) * E;
+                const float *kb = k + (b * Hkv + hq / G) * S * E, *vb = v + (b * Hkv + hq / G) * S * E;
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = st; j <= p; j++) {
+                    double d = 0;
+                    for (int64_t e = 0; e < E; e++)
+                        d += (double)qr[e] * kb[j * E + e];
+                    d /= sqrt((double)E);
+                    if (ac->softcap > 0)
+                        d = tanh(d / ac->softcap) * ac->softcap;
+                    w[j] = d, mx = d > mx ? d : mx;
+                }
+                for (int64_t j = st; j <= p; j++)
+                    sum += (w[j] = exp(w[j] - mx));
+                for (int64_t e = 0; e < E; e++) {
+                    double r = 0;
+                    for (int64_t j = st; j <= p; j++)
+                        r += w[j] / sum * vb[j * E + e];
+                    double d = fabs(r - o[((b * Hq + hq) * L + i) * E + e]);
+                    worst = d > worst ? d : worst, big = fabs(r) > big ? fabs(r) : big;
+                }
+            }
+    if (!(worst <= 1e-5 * (big > 1 ? big : 1)))
+        fail_msg("%s: differs from the double-precision reference by %g (largest value %g)", ac->name, worst, big);
+    free(q), free(k), free(v), free(o), free(w);
+}
+
 static void check_attention_threads(const att_case *ac)
 {
     int64_t qs[4] = {ac->B, ac->Hq, ac->L, ac->E}, ks[4] = {ac->B, ac->Hkv, ac->S, ac->E};
@@ -313,8 +360,11 @@ static void check_attention_threads(const att_case *ac)
         memset(txc_tensor_data_ptr(out), 0x7f, nbytes);
         if (def->cpu(out, in, n_in, &a) != TXC_OK) /* warm: workers, scratch */
             fail_msg("%s: %s", ac->name, txc_last_error());
-        if (th == 1)
+        if (th == 1) {
             memcpy(ref, txc_tensor_data_ptr(out), nbytes);
+            if (ac->op == TXC_OP_CAUSAL_ATTENTION && ac->qdt == TXC_F32 && m.dtype == TXC_F32)
+                check_causal_reference(ac, in, out);
+        }
         else if (memcmp(ref, txc_tensor_data_ptr(out), nbytes) != 0)
             fail_msg("%s: %d threads differ from 1", ac->name, th);
 #if TU_HEAP_COUNTED
@@ -348,6 +398,13 @@ static void test_attention_bit_identical(void **state)
         {"decode f32 gqa", TXC_OP_CAUSAL_ATTENTION, 2, 8, 2, 1, 256, 64, TXC_F32, TXC_F32, 0, 200, 0, true, false},
         {"decode bf16 kv window softcap", TXC_OP_CAUSAL_ATTENTION, 1, 8, 2, 1, 300, 32, TXC_F32, TXC_BF16, 64, 250,
          30.0, true, false},
+        /* split by key blocks of 128: a window that leaves whole blocks unseen, 2 decode rows (speculative / chat
+         * suffix) whose limits differ, the last block partly valid; MHA (one query head per kv head) */
+        {"decode window skips blocks", TXC_OP_CAUSAL_ATTENTION, 1, 4, 2, 1, 700, 64, TXC_F32, TXC_F32, 100, 650, 0,
+         true, false},
+        {"decode 2 rows, blocks", TXC_OP_CAUSAL_ATTENTION, 2, 6, 3, 2, 400, 32, TXC_F32, TXC_F32, 0, 257, 0, true,
+         false},
+        {"decode mha blocks", TXC_OP_CAUSAL_ATTENTION, 1, 3, 3, 1, 200, 48, TXC_F32, TXC_F32, 0, 199, 0, true, false},
         /* prefill: one group, row chunks split over threads (K transposed per task) */
         {"prefill bf16 kv window softcap", TXC_OP_CAUSAL_ATTENTION, 1, 4, 1, 40, 128, 32, TXC_F32, TXC_BF16, 16, 60,
          50.0, true, false},

@@ -12,7 +12,16 @@
  * Threads: the (batch, kv head) groups are split over the pool, or runs of
  * whole row chunks of a group when there are fewer groups than threads
  * (prefill); the chunks do not depend on the thread count, so the result
- * is the bits of one thread. */
+ * is the bits of one thread.
+ *
+ * Decode (a group's rows in one chunk) over more than SDPA_KEY_BLOCK
+ * valid keys is split by key blocks instead, as flash-decoding (Dao et al.
+ * 2023, "Flash-Decoding for long-context inference"): each (group, block)
+ * task keeps its rows' max score m, sum of exp(s - m) l and unnormalised
+ * P·V, and the blocks are merged in order: out = sum_b e^(m_b - M) PV_b /
+ * sum_b e^(m_b - M) l_b with M = max_b m_b. A decode step's few groups
+ * then still use every thread, and the blocks do not depend on the thread
+ * count: the same bits at any. */
 #include "ops/kernels.h"
 #include "txc/threads.h"
 
@@ -128,8 +137,17 @@ typedef struct {
     size_t nq, ns, no, nk, nv; /* scratch floats: q, scores, out chunks; packed K, V */
     int64_t mst[4];            /* the mask's broadcast strides */
     int64_t splits, n_chunks;  /* tasks per group; row chunks per group */
+    int64_t n_blocks;          /* split by key blocks: blocks per group (0: not split) */
+    float *parts;              /* ...their partial results (part_floats each) */
+    size_t part_floats;
     atomic_bool nomem;
 } sdpa_ctx;
+
+/* Keys per block of a decode step split by key blocks. */
+#define SDPA_KEY_BLOCK 128
+/* Multiply-adds from which a split decode step uses the pool (its tasks,
+ * whole key blocks, are balanced). */
+#define SDPA_SPLIT_PAR_MIN (64.0 * 1024)
 
 /* Query row i sees keys [0, lim(i)): i + 1 (torch's causal) or, by
  * position, cache_position[i] + 1; with a sliding window from
@@ -154,8 +172,10 @@ static void sdpa_task(void *ctx, int64_t t)
     const float softcap = c->softcap, scale = c->scale;
     const bool causal = c->causal, k_pack = c->k_pack, v_pack = c->v_pack, k_trans = c->k_trans;
     const int64_t *mst = c->mst;
-    const int64_t g = t / c->splits, part = t % c->splits, b = g / c->Hkv, h = g % c->Hkv;
-    const int64_t c0 = c->n_chunks * part / c->splits, c1 = c->n_chunks * (part + 1) / c->splits;
+    const int64_t nb = c->n_blocks; /* split by key blocks: task t = (group, block) */
+    const int64_t g = nb ? t / nb : t / c->splits, part = nb ? 0 : t % c->splits, b = g / c->Hkv, h = g % c->Hkv;
+    const int64_t c0 = nb ? 0 : c->n_chunks * part / c->splits, c1 = nb ? 1 : c->n_chunks * (part + 1) / c->splits;
+    const int64_t blk = nb ? t % nb : 0;
     if (c0 >= c1)
         return;
     float *work = txc_scratch((c->nq + c->ns + c->no + c->nk + c->nv + 1) * sizeof(float), TXC_SCRATCH_ATTENTION);
@@ -219,6 +239,17 @@ static void sdpa_task(void *ctx, int64_t t)
                     int64_t i = (r0 + rr) % L, st = ROW_START(i);
                     k0 = st < k0 ? st : k0;
                 }
+                if (nb) { /* this block's keys only */
+                    int64_t kb0 = blk * SDPA_KEY_BLOCK, kb1 = kb0 + SDPA_KEY_BLOCK;
+                    k0 = kb0 > k0 ? kb0 : k0;
+                    Sc = kb1 < Sc ? kb1 : Sc;
+                    if (Sc <= k0) { /* no key of the block is seen by these rows */
+                        float *pm = c->parts + (size_t)t * c->part_floats;
+                        for (int64_t rr = 0; rr < nr; rr++)
+                            pm[rr] = -INFINITY;
+                        continue;
+                    }
+                }
                 const int64_t nsc = Sc - k0; /* scores of keys [k0, Sc) */
                 if (k_trans)
                     txc_kern_gemm_nn(nr, nsc, E, qbuf, E, kbuf + k0, TXC_F32, S, sbuf, nsc);
@@ -231,9 +262,11 @@ static void sdpa_task(void *ctx, int64_t t)
                     int64_t valid = (causal ? (ROW_LIMIT(i) < Sc ? ROW_LIMIT(i) : Sc) : Sc) - k0;
                     if (window) { /* keys before this row's window: weight 0 */
                         int64_t st = ROW_START(i) - k0;
+                        st = st < 0 ? 0 : st > nsc ? nsc : st;
                         memset(s, 0, (size_t)st * sizeof(float));
                         s += st, valid -= st;
                     }
+                    valid = valid < 0 ? 0 : valid;
                     for (int64_t j = 0; j < valid; j++)
                         s[j] *= scale;
                     if (softcap > 0)
@@ -255,18 +288,67 @@ static void sdpa_task(void *ctx, int64_t t)
                                 s[j] += (float)txc_dtype_load(mask->dtype, mp, (size_t)(mo + j * mst[3]));
                         }
                     }
-                    softmax_row(s, valid);
+                    if (nb) { /* the block's max and sum; P·V below stays unnormalised */
+                        float *pm = c->parts + (size_t)t * c->part_floats;
+                        float mx = valid > 0 ? txc_kern_max(s, valid, NULL) : -INFINITY;
+                        pm[rr] = mx;
+                        if (mx == -INFINITY)
+                            memset(s, 0, (size_t)valid * sizeof(float));
+                        else
+                            pm[c->R + rr] = (float)txc_kern_exp(s, s, valid, mx);
+                    } else {
+                        softmax_row(s, valid);
+                    }
                     float *row_end = sbuf + (rr + 1) * nsc;
                     if (s + valid < row_end)
                         memset(s + valid, 0, (size_t)(row_end - (s + valid)) * sizeof(float));
                 }
-                float *o = out->dtype == TXC_F32 ? (float *)op + (out_row0 + r0) * Ev : obuf;
+                float *o = nb ? c->parts + (size_t)t * c->part_floats + 2 * c->R
+                           : out->dtype == TXC_F32 ? (float *)op + (out_row0 + r0) * Ev : obuf;
                 txc_kern_gemm_nn(nr, Ev, nsc, sbuf, nsc, (const char *)V + (size_t)(k0 * ldv) * txc_dtype_size(vdt), vdt,
                                  ldv, o, Ev);
-                if (o == obuf)
+                if (!nb && o == obuf)
                     txc_kern_from_f32(out->dtype, obuf, op + (size_t)((out_row0 + r0) * Ev) * eo, nr * Ev);
             }
         }
+}
+
+/* The output rows of a decode step split by key blocks: each group's
+ * blocks merged in order (their max scores rescaled to the largest). */
+static void merge_blocks(const sdpa_ctx *c, int64_t n_groups)
+{
+    const int64_t R = c->R, Ev = c->Ev, nb = c->n_blocks;
+    txc_tensor *out = c->out;
+    char *op = txc_impl_data(out);
+    const size_t eo = txc_dtype_size(out->dtype);
+    float acc[1024];
+    for (int64_t g = 0; g < n_groups; g++) {
+        const int64_t b = g / c->Hkv, h = g % c->Hkv, out_row0 = (b * c->Hq + h * c->G) * c->L;
+        const float *pg = c->parts + (size_t)(g * nb) * c->part_floats;
+        for (int64_t r = 0; r < R; r++) {
+            float M = -INFINITY;
+            for (int64_t k = 0; k < nb; k++)
+                M = fmaxf(M, pg[(size_t)k * c->part_floats + (size_t)r]);
+            for (int64_t e0 = 0; e0 < Ev; e0 += 1024) { /* (head_dim is at most a few hundred) */
+                const int64_t ne = Ev - e0 < 1024 ? Ev - e0 : 1024;
+                double l = 0;
+                memset(acc, 0, sizeof(float) * (size_t)ne);
+                for (int64_t k = 0; M != -INFINITY && k < nb; k++) {
+                    const float *pk = pg + (size_t)k * c->part_floats;
+                    if (pk[r] == -INFINITY)
+                        continue;
+                    const float w = expf(pk[r] - M), *o = pk + 2 * R + r * Ev + e0;
+                    l += (double)w * (double)pk[R + r];
+                    for (int64_t e = 0; e < ne; e++)
+                        acc[e] += w * o[e];
+                }
+                const float inv = l > 0 ? (float)(1.0 / l) : 0.0f; /* no key seen: zeros, as torch */
+                for (int64_t e = 0; e < ne; e++)
+                    acc[e] *= inv;
+                txc_kern_from_f32(out->dtype, acc, op + (size_t)((out_row0 + r) * Ev + e0) * eo, ne);
+            }
+        }
+    }
 }
 
 static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
@@ -344,6 +426,33 @@ static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, con
     const int64_t n_groups = B * Hkv, n_chunks = R > 0 ? (R + rc - 1) / rc : 0;
     const int threads = txc_threads_get();
     const double macs = (double)B * (double)Hq * (double)L * (double)S * (double)(E + Ev);
+    if (n_chunks == 1 && !k_trans && !mask && S > SDPA_KEY_BLOCK) {
+        /* decode: split by key blocks (see the top of this file); the parts
+         * are sized by the full cache, so every step asks the same bytes */
+        const int64_t nb = (S + SDPA_KEY_BLOCK - 1) / SDPA_KEY_BLOCK;
+        const int64_t nb_alloc = (S_alloc + SDPA_KEY_BLOCK - 1) / SDPA_KEY_BLOCK;
+        c.n_blocks = nb;
+        c.n_chunks = 1;
+        c.splits = 1;
+        c.part_floats = (size_t)(R * (2 + Ev));
+        c.parts = txc_scratch((size_t)(n_groups * nb_alloc) * c.part_floats * sizeof(float), TXC_SCRATCH_ATTN_PARTS);
+        if (!c.parts)
+            return txc_error(TXC_ERR_NOMEM, "aten::scaled_dot_product_attention: out of memory");
+        if (threads > 1 && macs >= SDPA_SPLIT_PAR_MIN) {
+            pthread_once(&exit_hook_once, set_exit_hook);
+            /* (static shares: every thread runs a task at every call, so
+             * its scratch is sized at the first and nothing is allocated
+             * later; the blocks are equal work) */
+            txc_parallel_for(n_groups * nb, sdpa_task, &c);
+        } else {
+            for (int64_t t = 0; t < n_groups * nb; t++)
+                sdpa_task(&c, t);
+        }
+        if (atomic_load(&c.nomem))
+            return txc_error(TXC_ERR_NOMEM, "aten::scaled_dot_product_attention: out of memory");
+        merge_blocks(&c, n_groups);
+        return TXC_OK;
+    }
     if (threads > 1 && macs > atomic_load_explicit(&sdpa_par_min, memory_order_relaxed) && n_groups * n_chunks > 1) {
         int64_t splits = n_groups >= threads ? 1 : (threads + n_groups - 1) / n_groups;
         c.splits = splits < n_chunks ? splits : n_chunks;

@@ -152,6 +152,7 @@ void txc_broadcast_strides(const txc_tensor *t, int ndim, const int64_t *shape, 
  * not preserved. NULL on out-of-memory (no error recorded). */
 enum {
     TXC_SCRATCH_ATTENTION, /* sdpa: q/score/out chunks, packed K/V */
+    TXC_SCRATCH_ATTN_PARTS, /* sdpa split by key blocks: each block's max, sum and P·V */
     TXC_SCRATCH_POSITIONS, /* causal_attention: cache_position as int64 */
     TXC_SCRATCH_GEMM_A,    /* matmul/linear: left operand packed to f32 */
     TXC_SCRATCH_GEMM_B,    /* matmul/linear: right operand packed to f32 */
