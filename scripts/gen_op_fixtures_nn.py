@@ -368,6 +368,36 @@ def gen_sdpa():
     sd("sdpa_f16", rn(2, 2, 3, 16, dtype=h), rn(2, 2, 5, 16, dtype=h), rn(2, 2, 5, 16, dtype=h))
 
 
+# ---- rotary embedding ------------------------------------------------------------------
+
+
+def rotate_half(x):
+    """transformers' modeling_llama.rotate_half."""
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def gen_rope():
+    def rope(name, x, cos, sin, tx=None):
+        add(name, "rotary_embedding", [(x, tx), cos, sin], {}, x * cos + rotate_half(x) * sin)
+
+    def cos_sin(L, d, base=10000.0, dtype=torch.float32):
+        inv_freq = 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
+        emb = torch.cat((torch.outer(torch.arange(L, dtype=torch.float32) + 3, inv_freq),) * 2, dim=-1)
+        return emb.cos().to(dtype), emb.sin().to(dtype)
+
+    c, s = cos_sin(5, 8)
+    rope("rope_f32", rn(2, 3, 5, 8), c[None, None], s[None, None])
+    rope("rope_f32_per_batch_cos", rn(2, 3, 5, 8), c.expand(2, 1, 5, 8).clone(), s.expand(2, 1, 5, 8).clone())
+    rope("rope_cos_2d", rn(1, 2, 5, 8), c, s)
+    rope("rope_transposed_x", tview((1, 2, 5, 8), 1, 2), c[None, None], s[None, None], tx=(1, 2))
+    c6, s6 = cos_sin(1, 6)
+    rope("rope_decode_d6", rn(1, 4, 1, 6), c6[None, None], s6[None, None])
+    rope("rope_bf16_x", rn(1, 2, 5, 8, dtype=torch.bfloat16), c[None, None], s[None, None])
+    cb, sb = cos_sin(5, 8, dtype=torch.bfloat16)
+    rope("rope_bf16", rn(1, 2, 5, 8, dtype=torch.bfloat16), cb[None, None], sb[None, None])
+
+
 def main():
     ap = argparse.ArgumentParser()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -382,6 +412,7 @@ def main():
     gen_index()
     gen_tri()
     gen_sdpa()
+    gen_rope()
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump({"generator": "scripts/gen_op_fixtures_nn.py", "torch": torch.__version__, "cases": cases}, f,

@@ -54,6 +54,8 @@ static txc_tensor *run_case(const char *op, txc_tensor **in, int n, const cJSON 
         return txc_linear(in[0], in[1], arg_bool(args, "has_bias", false) ? in[2] : NULL);
     if (strcmp(op, "embedding") == 0)
         return txc_embedding(in[0], in[1]);
+    if (strcmp(op, "rotary_embedding") == 0)
+        return txc_rotary_embedding(in[0], in[1], in[2]);
     if (strcmp(op, "rms_norm") == 0)
         return txc_rms_norm(in[0], arg_bool(args, "has_weight", false) ? in[1] : NULL, arg_num(args, "eps", 1e-6));
     if (strcmp(op, "layer_norm") == 0) {
@@ -554,6 +556,22 @@ static void test_errors_sdpa(void **state)
         txc_tensor_release(all[i]);
 }
 
+static void test_errors_rotary(void **state)
+{
+    (void)state;
+    int64_t xs[4] = {1, 2, 3, 8}, odd[4] = {1, 2, 3, 7}, cs[2] = {3, 8}, bad[2] = {4, 8}, co[2] = {3, 7};
+    txc_tensor *x = zeros(4, xs, TXC_F32), *xo = zeros(4, odd, TXC_F32), *c = zeros(2, cs, TXC_F32),
+               *cb = zeros(2, bad, TXC_F32), *cod = zeros(2, co, TXC_F32), *ids = zeros(4, xs, TXC_I64);
+    txc_clear_error();
+    expect_error(txc_rotary_embedding(xo, cod, cod), TXC_ERR_INVALID, "even", "7");
+    expect_error(txc_rotary_embedding(x, cb, c), TXC_ERR_INVALID, "broadcast", NULL);
+    expect_error(txc_rotary_embedding(x, c, cb), TXC_ERR_INVALID, "broadcast", NULL);
+    expect_error(txc_rotary_embedding(ids, c, c), TXC_ERR_INVALID, "float", NULL);
+    txc_tensor *all[] = {x, xo, c, cb, cod, ids};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        txc_tensor_release(all[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -567,6 +585,7 @@ int main(void)
         cmocka_unit_test(test_errors_linalg),
         cmocka_unit_test(test_errors_nn),
         cmocka_unit_test(test_errors_sdpa),
+        cmocka_unit_test(test_errors_rotary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

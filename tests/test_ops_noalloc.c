@@ -181,6 +181,11 @@ static void build_cases(void)
 
     /* cat (one operand a transposed view) */
     int64_t c1[2] = {7, 16}, c2t[2] = {24, 7};
+    {
+        int64_t xr[4] = {1, 2, 3, 8}, cr[4] = {1, 1, 3, 8};
+        add_case("rotary_embedding", TXC_OP_ROTARY, none, 3,
+                 (txc_tensor *[]){rnd(TXC_F32, 4, xr), rnd(TXC_F32, 4, cr), rnd(TXC_F32, 4, cr)});
+    }
     add_case("cat", TXC_OP_CAT, attrs_dim(1), 2,
              (txc_tensor *[]){rnd(TXC_F32, 2, c1), held(txc_transpose(rnd(TXC_F32, 2, c2t), 0, 1))});
 

@@ -210,6 +210,16 @@ txc_tensor *txc_scaled_dot_product_attention(txc_tensor *q, txc_tensor *k, txc_t
  * scale NaN = 1/sqrt(E). Same numerics as txc_scaled_dot_product_attention. */
 txc_tensor *txc_causal_attention(txc_tensor *q, txc_tensor *k, txc_tensor *v, txc_tensor *cache_position,
                                  double scale);
+/* txc::rotary_embedding: transformers' apply_rotary_pos_emb for one tensor,
+ * x * cos + rotate_half(x) * sin with rotate_half(x) = cat(-x[..., d/2:],
+ * x[..., :d/2]) (Su et al. 2021, RoFormer; the half-split layout of the
+ * Hugging Face checkpoints), in one kernel. x (..., d) float, d even; cos
+ * and sin float, broadcastable to x's shape (e.g. (B, 1, L, d) for x
+ * (B, H, L, d)); result x's shape in the promoted dtype, computed in
+ * float32 with each product rounded as the separate torch ops round it.
+ * Errors: TXC_ERR_INVALID for an odd last dim, non-float inputs, or cos/sin
+ * that do not broadcast to x. */
+txc_tensor *txc_rotary_embedding(txc_tensor *x, txc_tensor *cos, txc_tensor *sin);
 
 /* ---- sampling ---------------------------------------------------------------- */
 

@@ -508,6 +508,12 @@ txc_tensor *txc_scaled_dot_product_attention(txc_tensor *q, txc_tensor *k, txc_t
     CALL(TXC_OP_SDPA, q, k, v);
 }
 
+txc_tensor *txc_rotary_embedding(txc_tensor *x, txc_tensor *cos, txc_tensor *sin)
+{
+    txc_op_attrs a = {0};
+    CALL(TXC_OP_ROTARY, x, cos, sin);
+}
+
 txc_tensor *txc_causal_attention(txc_tensor *q, txc_tensor *k, txc_tensor *v, txc_tensor *cache_position,
                                  double scale)
 {

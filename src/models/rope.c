@@ -283,21 +283,13 @@ txc_status txc_rope_cos_sin(const txc_rope *r, txc_tensor *position_ids, txc_ten
     return *cos && *sin ? TXC_OK : txc_last_status();
 }
 
-/* rotate_half(x) = cat(-x[..., d/2:], x[..., :d/2]). */
-static txc_tensor *rotate_half(txc_tensor *x, int64_t d)
-{
-    txc_tensor *halves[2] = {txc_neg(txc_narrow(x, -1, d / 2, d / 2)), txc_narrow(x, -1, 0, d / 2)};
-    return txc_cat(halves, 2, -1);
-}
-
 txc_tensor *txc_rope_apply(const txc_rope *r, txc_tensor *x, txc_tensor *cos, txc_tensor *sin)
 {
     if (!x)
         return NULL;
     int64_t d = txc_tensor_size(x, -1), rd = r->dim;
     if (rd == d)
-        return txc_add(txc_mul(x, cos), txc_mul(rotate_half(x, d), sin));
+        return txc_rotary_embedding(x, cos, sin);
     txc_tensor *rot = txc_narrow(x, -1, 0, rd), *pass = txc_narrow(x, -1, rd, d - rd);
-    rot = txc_add(txc_mul(rot, cos), txc_mul(rotate_half(rot, rd), sin));
-    return txc_cat((txc_tensor *[]){rot, pass}, 2, -1);
+    return txc_cat((txc_tensor *[]){txc_rotary_embedding(rot, cos, sin), pass}, 2, -1);
 }

@@ -556,8 +556,89 @@ static txc_status cpu_triu(txc_tensor *out, txc_tensor *const *in, int n_in, con
     return cpu_tri(out, in[0], a->ints[0], false);
 }
 
+/* ---- rotary_embedding ---------------------------------------------------------------
+ * transformers' apply_rotary_pos_emb for one tensor: x * cos + rotate_half(x)
+ * * sin, rotate_half(x) = cat(-x[..., d/2:], x[..., :d/2]), in one pass
+ * (the composition is four kernels: neg, cat, and the fused mul/add). Every
+ * product and the sum are rounded to float32 as the separate ops round
+ * them (ISO C: no contraction into FMA), so the bits are the composition's. */
+
+static txc_status infer_rotary(txc_tensor *const *in, int n_in, const txc_op_attrs *a, txc_meta *m)
+{
+    static const char op[] = "txc::rotary_embedding";
+    (void)a;
+    if (n_in != 3)
+        return txc_error(TXC_ERR_INTERNAL, "%s: expected 3 inputs, got %d", op, n_in);
+    const txc_tensor *x = in[0], *c = in[1], *s = in[2];
+    if (!txc_dtype_is_float(x->dtype) || !txc_dtype_is_float(c->dtype) || !txc_dtype_is_float(s->dtype))
+        return txc_error(TXC_ERR_INVALID, "%s: x, cos and sin must be float tensors", op);
+    const int64_t d = x->ndim > 0 ? x->shape[x->ndim - 1] : 0;
+    if (x->ndim == 0 || d % 2 != 0)
+        return txc_error(TXC_ERR_INVALID, "%s: the last dim of x (%lld) must be even", op, (long long)d);
+    for (int k = 1; k < 3; k++) {
+        int nout;
+        int64_t shape[TXC_MAX_DIMS];
+        txc_status st = txc_broadcast_shapes(op, x->ndim, x->shape, in[k]->ndim, in[k]->shape, &nout, shape);
+        if (st != TXC_OK)
+            return st;
+        if (nout != x->ndim || memcmp(shape, x->shape, sizeof(int64_t) * (size_t)nout) != 0)
+            return txc_error(TXC_ERR_INVALID, "%s: %s must broadcast to x's shape", op, k == 1 ? "cos" : "sin");
+    }
+    m->dtype = txc_promote(x->dtype, txc_promote(c->dtype, s->dtype));
+    m->ndim = x->ndim;
+    memcpy(m->shape, x->shape, sizeof m->shape);
+    return TXC_OK;
+}
+
+static txc_status cpu_rotary(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
+{
+    (void)n_in, (void)a;
+    const txc_tensor *x = in[0];
+    const int nd = x->ndim;
+    const int64_t d = x->shape[nd - 1], h = d / 2, rows = d > 0 ? x->numel / d : 0;
+    int64_t cs[TXC_MAX_DIMS], ss[TXC_MAX_DIMS];
+    txc_broadcast_strides(in[1], nd, x->shape, cs);
+    txc_broadcast_strides(in[2], nd, x->shape, ss);
+    const char *xp = txc_impl_data(x), *cp = txc_impl_data(in[1]), *sp = txc_impl_data(in[2]);
+    char *op = txc_impl_data(out);
+    const bool f32 = x->dtype == TXC_F32 && in[1]->dtype == TXC_F32 && in[2]->dtype == TXC_F32 &&
+                     out->dtype == TXC_F32 && x->strides[nd - 1] == 1 && cs[nd - 1] == 1 && ss[nd - 1] == 1;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t xo = 0, co = 0, so = 0, rem = r;
+        for (int k = nd - 2; k >= 0; k--) { /* the row's index, last dims fastest */
+            int64_t i = rem % x->shape[k];
+            rem /= x->shape[k];
+            xo += i * x->strides[k], co += i * cs[k], so += i * ss[k];
+        }
+        if (f32) {
+            const float *xv = (const float *)xp + xo, *c = (const float *)cp + co, *s = (const float *)sp + so;
+            float *o = (float *)op + r * d;
+            for (int64_t i = 0; i < h; i++) { /* (-x2) * s rounds as -(x2 * s) */
+                float p = xv[i] * c[i], q = xv[i + h] * s[i];
+                o[i] = p - q;
+            }
+            for (int64_t i = h; i < d; i++) {
+                float p = xv[i] * c[i], q = xv[i - h] * s[i];
+                o[i] = p + q;
+            }
+            continue;
+        }
+        const int64_t xs = x->strides[nd - 1], ct = cs[nd - 1], st = ss[nd - 1];
+        for (int64_t i = 0; i < d; i++) {
+            float xi = (float)txc_dtype_load(x->dtype, xp, (size_t)(xo + i * xs));
+            float xr = (float)txc_dtype_load(x->dtype, xp, (size_t)(xo + (i < h ? i + h : i - h) * xs));
+            float c = (float)txc_dtype_load(in[1]->dtype, cp, (size_t)(co + i * ct));
+            float s = (float)txc_dtype_load(in[2]->dtype, sp, (size_t)(so + i * st));
+            float p = xi * c, q = xr * s;
+            txc_dtype_store(out->dtype, op, (size_t)(r * d + i), (double)(i < h ? p - q : p + q));
+        }
+    }
+    return TXC_OK;
+}
+
 void txc_ops_register_nn(txc_op_def *t)
 {
+    t[TXC_OP_ROTARY] = (txc_op_def){.infer = infer_rotary, .cpu = cpu_rotary};
     t[TXC_OP_EMBEDDING] = (txc_op_def){.infer = infer_embedding, .cpu = cpu_embedding};
     t[TXC_OP_RMS_NORM] = (txc_op_def){.infer = infer_rms_norm, .cpu = cpu_rms_norm};
     t[TXC_OP_LAYER_NORM] = (txc_op_def){.infer = infer_layer_norm, .cpu = cpu_layer_norm};

@@ -20,7 +20,7 @@ static const char *const op_names[] = {
     "aten::sum", "aten::mean", "aten::max", "aten::argmax", "aten::_softmax", "aten::_log_softmax",
     "aten::matmul", "aten::linear", "aten::embedding", "aten::rms_norm", "aten::layer_norm",
     "aten::cat", "aten::stack", "aten::index_select", "aten::index_copy", "aten::tril",
-    "aten::triu", "aten::scaled_dot_product_attention", "txc::causal_attention",
+    "aten::triu", "aten::scaled_dot_product_attention", "txc::causal_attention", "txc::rotary_embedding",
     "txc::rng_uniform", "txc::rng_advance", "txc::sample",
 };
 _Static_assert(sizeof op_names / sizeof op_names[0] == TXC_OP_COUNT,
