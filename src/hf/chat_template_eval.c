@@ -118,6 +118,19 @@ static ct_value *mk_list(rctx *c, size_t n, bool tuple)
     v->list.tuple = tuple;
     return v;
 }
+/* range(start, stop, step) holding its n items */
+static ct_value *mk_range(rctx *c, int64_t start, int64_t stop, int64_t step, size_t n)
+{
+    ct_value *v = mk_list(c, n, false);
+    int64_t *r = ct_alloc(&c->ar, 3 * sizeof *r);
+    r[0] = start;
+    r[1] = stop;
+    r[2] = step;
+    v->list.range = r;
+    for (size_t k = 0; k < n; k++)
+        v->list.items[k] = mk_int(c, start + (int64_t)k * step);
+    return v;
+}
 static ct_value *mk_undef(rctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static ct_value *mk_undef(rctx *c, const char *fmt, ...)
 {
@@ -223,7 +236,7 @@ static const char *type_name(const ct_value *v)
     case CT_INT: return "int";
     case CT_FLOAT: return "float";
     case CT_STR: return "str";
-    case CT_LIST: return v->list.tuple ? "tuple" : "list";
+    case CT_LIST: return v->list.range ? "range" : v->list.tuple ? "tuple" : "list";
     case CT_DICT: return "dict";
     case CT_NS: return "Namespace";
     case CT_FUNC: return "function";
@@ -380,6 +393,14 @@ static void to_repr_impl(rctx *c, sbuf *b, const ct_value *v, int line)
     case CT_STR: str_repr(c, b, v->str.s, v->str.n); return;
     case CT_UNDEF: return; /* repr(Undefined) is "Undefined"; str() is "" — only reached via str() */
     case CT_LIST:
+        if (v->list.range) { /* repr(range): range(start, stop[, step]) */
+            const int64_t *r = v->list.range;
+            sb_printf(c, b, "range(%lld, %lld", (long long)r[0], (long long)r[1]);
+            if (r[2] != 1)
+                sb_printf(c, b, ", %lld", (long long)r[2]);
+            sb_put(c, b, ")", 1);
+            return;
+        }
         sb_put(c, b, v->list.tuple ? "(" : "[", 1);
         for (size_t i = 0; i < v->list.n; i++) {
             if (i)
@@ -480,7 +501,7 @@ static bool equal_impl(rctx *c, const ct_value *a, const ct_value *b)
     case CT_NONE: return true;
     case CT_STR: return a->str.n == b->str.n && memcmp(a->str.s, b->str.s, a->str.n) == 0;
     case CT_LIST:
-        if (a->list.tuple != b->list.tuple || a->list.n != b->list.n)
+        if (a->list.tuple != b->list.tuple || !a->list.range != !b->list.range || a->list.n != b->list.n)
             return false;
         for (size_t i = 0; i < a->list.n; i++)
             if (!equal(c, a->list.items[i], b->list.items[i]))
@@ -536,7 +557,8 @@ static int compare_impl(rctx *c, const ct_value *a, const ct_value *b, const cha
             return r;
         return a->str.n < b->str.n ? -1 : a->str.n > b->str.n ? 1 : 0;
     }
-    if (a->kind == CT_LIST && b->kind == CT_LIST && a->list.tuple == b->list.tuple) {
+    if (a->kind == CT_LIST && b->kind == CT_LIST && a->list.tuple == b->list.tuple && !a->list.range &&
+        !b->list.range) {
         for (size_t i = 0; i < a->list.n && i < b->list.n; i++)
             if (!equal(c, a->list.items[i], b->list.items[i]))
                 return compare(c, a->list.items[i], b->list.items[i], op, line);
@@ -792,7 +814,8 @@ static ct_value *getattr_v(rctx *c, ct_value *obj, const char *name, int line)
 }
 
 /* Python slice indices (PySlice_AdjustIndices) */
-static size_t slice_indices(rctx *c, size_t len, ct_value *const *parts, int64_t *start, int64_t *step, int line)
+static size_t slice_indices(rctx *c, size_t len, ct_value *const *parts, int64_t *start, int64_t *stop, int64_t *step,
+                            int line)
 {
     int64_t st = 1;
     if (parts[2] && parts[2]->kind != CT_NONE) {
@@ -823,6 +846,7 @@ static size_t slice_indices(rctx *c, size_t len, ct_value *const *parts, int64_t
         *dst = v;
     }
     *start = a;
+    *stop = b;
     *step = st;
     if (st < 0)
         return b < a ? (size_t)((a - b - 1) / (-st) + 1) : 0;
@@ -849,9 +873,18 @@ static ct_value *do_slice(rctx *c, ct_value *obj, ct_value *const *parts, int li
 {
     if (obj->kind == CT_UNDEF)
         undef_fail(c, obj, line);
-    int64_t start, step;
+    int64_t start, stop, step;
     if (obj->kind == CT_LIST) {
-        size_t m = slice_indices(c, obj->list.n, parts, &start, &step, line);
+        size_t m = slice_indices(c, obj->list.n, parts, &start, &stop, &step, line);
+        if (obj->list.range) { /* range(...)[i:j:k] is a range (compute_slice in rangeobject.c) */
+            const int64_t *r = obj->list.range;
+            int64_t a, b, s;
+            if (__builtin_mul_overflow(start, r[2], &a) || __builtin_add_overflow(a, r[0], &a) ||
+                __builtin_mul_overflow(stop, r[2], &b) || __builtin_add_overflow(b, r[0], &b) ||
+                __builtin_mul_overflow(step, r[2], &s))
+                rfail(c, TXC_ERR_UNSUPPORTED, line, "integer overflow in a range slice (Python integers are unbounded)");
+            return mk_range(c, a, b, s, m);
+        }
         ct_value *r = mk_list(c, m, obj->list.tuple);
         for (size_t k = 0; k < m; k++)
             r->list.items[k] = obj->list.items[start + (int64_t)k * step];
@@ -860,7 +893,7 @@ static ct_value *do_slice(rctx *c, ct_value *obj, ct_value *const *parts, int li
     if (obj->kind == CT_STR) {
         size_t cnt;
         size_t *off = cp_offsets(c, obj->str.s, obj->str.n, &cnt);
-        size_t m = slice_indices(c, cnt, parts, &start, &step, line);
+        size_t m = slice_indices(c, cnt, parts, &start, &stop, &step, line);
         sbuf b = {0};
         for (size_t k = 0; k < m; k++) {
             size_t ix = (size_t)(start + (int64_t)k * step);
@@ -1377,6 +1410,8 @@ static void json_dump(rctx *c, sbuf *b, const ct_value *v, const jopts *o, int l
     case CT_FLOAT: float_repr(c, b, v->f, true); return;
     case CT_STR: json_str(c, b, v->str.s, v->str.n, o->ascii); return;
     case CT_LIST:
+        if (v->list.range)
+            rfail(c, TXC_ERR_INVALID, line, "Object of type range is not JSON serializable");
         if (v->list.n == 0) {
             sb_puts(c, b, "[]");
             return;
@@ -1808,9 +1843,7 @@ static ct_value *call_value(rctx *c, ct_value *fn, const args *a, int line)
         if (n > MAX_RANGE)
             rfail(c, TXC_ERR_INVALID, line,
                   "Range too big. The sandbox blocks ranges larger than MAX_RANGE (%d).", MAX_RANGE);
-        ct_value *l = mk_list(c, (size_t)n, false);
-        for (int64_t k = 0; k < n; k++)
-            l->list.items[k] = mk_int(c, start + k * step);
+        ct_value *l = mk_range(c, start, stop, step, (size_t)n);
         return l;
     }
     case F_NAMESPACE:
@@ -1959,7 +1992,8 @@ static ct_value *arith(rctx *c, int op, ct_value *a, ct_value *b, int line)
         memcpy(s + a->str.n, b->str.s, b->str.n);
         return mk_strn(c, s, a->str.n + b->str.n);
     }
-    if (op == '+' && a->kind == CT_LIST && b->kind == CT_LIST && a->list.tuple == b->list.tuple) {
+    if (op == '+' && a->kind == CT_LIST && b->kind == CT_LIST && a->list.tuple == b->list.tuple && !a->list.range &&
+        !b->list.range) {
         ct_value *l = mk_list(c, a->list.n + b->list.n, a->list.tuple);
         if (a->list.n)
             memcpy(l->list.items, a->list.items, a->list.n * sizeof *l->list.items);
@@ -1967,7 +2001,8 @@ static ct_value *arith(rctx *c, int op, ct_value *a, ct_value *b, int line)
             memcpy(l->list.items + a->list.n, b->list.items, b->list.n * sizeof *l->list.items);
         return l;
     }
-    if (op == '*' && ((a->kind == CT_STR || a->kind == CT_LIST) && (b->kind == CT_INT || b->kind == CT_BOOL))) {
+    if (op == '*' && ((a->kind == CT_STR || (a->kind == CT_LIST && !a->list.range)) &&
+                      (b->kind == CT_INT || b->kind == CT_BOOL))) {
         int64_t k = num_i(b);
         if (k < 0)
             k = 0;
@@ -1986,7 +2021,8 @@ static ct_value *arith(rctx *c, int op, ct_value *a, ct_value *b, int line)
                 memcpy(l->list.items + (size_t)q * unit, a->list.items, unit * sizeof *l->list.items);
         return l;
     }
-    if (op == '*' && (b->kind == CT_STR || b->kind == CT_LIST) && (a->kind == CT_INT || a->kind == CT_BOOL))
+    if (op == '*' && (b->kind == CT_STR || (b->kind == CT_LIST && !b->list.range)) &&
+        (a->kind == CT_INT || a->kind == CT_BOOL))
         return arith(c, op, b, a, line);
     if (op == '%' && a->kind == CT_STR)
         rfail(c, TXC_ERR_UNSUPPORTED, line, "'%%' string formatting is not supported");
@@ -2221,6 +2257,171 @@ static ct_value *sort_key(rctx *c, ct_value *v, ct_value *attr, bool case_sensit
     return v;
 }
 
+/* ---- int() / float() of a str, as Python parses them -------------------- */
+/* _PyUnicode_TransformDecimalAndSpaceToASCII: ASCII stays, other whitespace
+ * (str.isspace: bidi class WS/B/S or category Zs) becomes ' ', other decimal
+ * digits (category Nd) their ASCII digit, anything else '?' (so it fails);
+ * then Py_ISSPACE (" \t\n\v\f\r") is stripped from both ends. */
+static char *py_num_ascii(rctx *c, const ct_value *v)
+{
+    char *s = ct_alloc(&c->ar, v->str.n + 1);
+    size_t k = 0;
+    for (size_t i = 0; i < v->str.n;) {
+        uint32_t cp;
+        i += ct_utf8_decode(v->str.s + i, v->str.n - i, &cp);
+        if (cp < 127) {
+            s[k++] = cp ? (char)cp : '?';
+            continue;
+        }
+        const utf8proc_property_t *pr = utf8proc_get_property((utf8proc_int32_t)cp);
+        if (pr->category == UTF8PROC_CATEGORY_ZS || pr->bidi_class == UTF8PROC_BIDI_CLASS_WS ||
+            pr->bidi_class == UTF8PROC_BIDI_CLASS_B || pr->bidi_class == UTF8PROC_BIDI_CLASS_S) {
+            s[k++] = ' ';
+        } else if (pr->category == UTF8PROC_CATEGORY_ND) {
+            /* Unicode encodes each set of decimal digits as a run 0..9 */
+            uint32_t z = cp;
+            while (z > 0 && utf8proc_category((utf8proc_int32_t)(z - 1)) == UTF8PROC_CATEGORY_ND)
+                z--;
+            s[k++] = (char)('0' + (cp - z) % 10);
+        } else {
+            s[k++] = '?';
+        }
+    }
+    while (k > 0 && strchr(" \t\n\v\f\r", s[k - 1]))
+        k--;
+    s[k] = '\0';
+    while (*s && strchr(" \t\n\v\f\r", *s))
+        s++;
+    return s;
+}
+
+static int py_digit(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'z')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'Z')
+        return ch - 'A' + 10;
+    return 99;
+}
+
+/* Python's int(s, base) (PyLong_FromString), base 0 or 2..36, on the output
+ * of py_num_ascii: a sign, a 0x/0o/0b prefix matching the base (base 0:
+ * chosen by it, and "0..." without one must be zero), digits with single
+ * underscores between them (one also allowed right after a prefix). false:
+ * Python raises ValueError. A value outside int64 is an error here (Python
+ * has big ints). */
+static bool py_parse_int(rctx *c, const char *s, int base, int64_t *out, int line)
+{
+    const char *text = s;
+    bool neg = false, only_zero = false;
+    if (*s == '+' || *s == '-')
+        neg = *s++ == '-';
+    if (base == 0) {
+        if (s[0] != '0')
+            base = 10;
+        else if (s[1] == 'x' || s[1] == 'X')
+            base = 16;
+        else if (s[1] == 'o' || s[1] == 'O')
+            base = 8;
+        else if (s[1] == 'b' || s[1] == 'B')
+            base = 2;
+        else
+            only_zero = true, base = 10;
+    }
+    if (s[0] == '0' && ((base == 16 && (s[1] == 'x' || s[1] == 'X')) || (base == 8 && (s[1] == 'o' || s[1] == 'O')) ||
+                        (base == 2 && (s[1] == 'b' || s[1] == 'B')))) {
+        s += 2;
+        if (*s == '_')
+            s++;
+    }
+    uint64_t x = 0;
+    bool over = false;
+    size_t nd = 0;
+    for (;; s++) {
+        if (*s == '_') {
+            if (nd == 0 || py_digit(s[1]) >= base) /* leading, doubled or trailing */
+                return false;
+            continue;
+        }
+        int d = py_digit(*s);
+        if (d >= base)
+            break;
+        nd++;
+        if (x > (UINT64_MAX - (uint64_t)d) / (uint64_t)base)
+            over = true;
+        else
+            x = x * (uint64_t)base + (uint64_t)d;
+    }
+    if (nd == 0 || *s || (only_zero && x))
+        return false;
+    if (over || x > (uint64_t)INT64_MAX + neg)
+        rfail(c, TXC_ERR_UNSUPPORTED, line, "int: '%s' is outside the 64-bit integer range", text);
+    *out = neg ? (int64_t)(0 - x) : (int64_t)x;
+    return true;
+}
+
+/* Python's float(s) on the output of py_num_ascii: [sign] then
+ * inf/infinity/nan (any case) or digits[.digits][e[sign]digits] (either
+ * side of the point may be empty, not both), underscores only between two
+ * digits. false: Python raises ValueError. */
+static bool ascii_ieq(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++)
+        if ((*a | 0x20) != *b)
+            return false;
+    return !*a && !*b;
+}
+
+static bool py_parse_float(rctx *c, const char *s, double *out)
+{
+    const char *p = s;
+    if (*p == '+' || *p == '-')
+        p++;
+    if (ascii_ieq(p, "inf") || ascii_ieq(p, "infinity") || ascii_ieq(p, "nan")) {
+        *out = strtod(s, NULL);
+        return true;
+    }
+    char *clean = ct_alloc(&c->ar, strlen(s) + 1);
+    size_t k = 0, mant = 0;
+    if (p != s)
+        clean[k++] = *s;
+    for (int part = 0; part < 3; part++) { /* integer digits, fraction digits, exponent digits */
+        if (part == 1) {
+            if (*p != '.')
+                continue;
+            clean[k++] = *p++;
+        } else if (part == 2) {
+            if (*p != 'e' && *p != 'E')
+                break;
+            if (!mant)
+                return false;
+            clean[k++] = *p++;
+            if (*p == '+' || *p == '-')
+                clean[k++] = *p++;
+        }
+        size_t nd = 0;
+        for (;; p++) {
+            if (*p == '_' && nd && p[1] >= '0' && p[1] <= '9')
+                continue;
+            if (*p < '0' || *p > '9')
+                break;
+            clean[k++] = *p;
+            nd++;
+        }
+        if (part == 2 && !nd)
+            return false;
+        if (part < 2)
+            mant += nd;
+    }
+    if (*p || !mant)
+        return false;
+    clean[k] = '\0';
+    *out = strtod(clean, NULL);
+    return true;
+}
+
 static ct_value *apply_filter(rctx *c, const ct_node *f, ct_value *v, const args *a)
 {
     int line = f->line;
@@ -2416,41 +2617,48 @@ static ct_value *apply_filter(rctx *c, const ct_node *f, ct_value *v, const args
     }
     case FL_INT:
     case FL_FLOAT: {
+        /* jinja2 do_int: int(value, base) for a str, int(value) otherwise;
+         * on TypeError/ValueError int(float(value)), on TypeError/ValueError/
+         * OverflowError `default`. do_float: float(value), else `default`. */
         static const char *const nmi[] = {"default", "base", NULL};
         static const char *const nmf[] = {"default", NULL};
         bind(c, a, f->id == FL_INT ? nmi : nmf, p, what, line);
-        if (f->id == FL_INT && p[1] && need_int(c, p[1], what, line) != 10)
-            rfail(c, TXC_ERR_UNSUPPORTED, line, "int(base=...) other than 10 is not supported");
         ct_value *dflt = p[0] ? p[0] : f->id == FL_INT ? mk_int(c, 0) : mk_float(c, 0.0);
         double d;
-        if (is_num(v)) {
-            d = num_f(v);
-            if (f->id == FL_INT && v->kind != CT_FLOAT)
-                return mk_int(c, num_i(v));
-        } else if (v->kind == CT_STR) {
-            char *s = ct_strndup(&c->ar, v->str.s, v->str.n);
-            char *e;
-            while (*s == ' ' || *s == '\t' || *s == '\n')
-                s++;
+        if (v->kind == CT_UNDEF)
+            undef_fail(c, v, line);
+        if (v->kind == CT_STR) {
+            const char *s = py_num_ascii(c, v);
             if (f->id == FL_INT) {
-                long long x = strtoll(s, &e, 10);
-                while (*e == ' ' || *e == '\t' || *e == '\n')
-                    e++;
-                if (e != s && !*e)
+                /* base: an int 0 or 2..36, else int() raises and the float path is taken */
+                int64_t base = 10;
+                if (p[1])
+                    base = p[1]->kind == CT_INT || p[1]->kind == CT_BOOL ? num_i(p[1]) : -1;
+                int64_t x;
+                if ((base == 0 || (base >= 2 && base <= 36)) && py_parse_int(c, s, (int)base, &x, line))
                     return mk_int(c, x);
             }
-            d = strtod(s, &e);
-            while (*e == ' ' || *e == '\t' || *e == '\n')
-                e++;
-            if (e == s || *e)
+            if (!py_parse_float(c, s, &d))
                 return dflt;
+            if (f->id == FL_FLOAT)
+                return mk_float(c, d);
+            if (!isfinite(d)) /* ValueError / OverflowError, caught */
+                return dflt;
+        } else if (is_num(v)) {
+            if (f->id == FL_FLOAT)
+                return mk_float(c, num_f(v));
+            if (v->kind != CT_FLOAT)
+                return mk_int(c, num_i(v));
+            d = v->f;
+            if (isnan(d)) /* int(nan): ValueError, then int(float(nan)) again: the default */
+                return dflt;
+            if (isinf(d)) /* int(inf): OverflowError, which do_int's first except does not catch */
+                rfail(c, TXC_ERR_INVALID, line, "cannot convert float infinity to integer");
         } else {
-            return dflt;
+            return dflt; /* TypeError */
         }
-        if (f->id == FL_FLOAT)
-            return mk_float(c, d);
-        if (!isfinite(d) || fabs(d) >= 9.2e18)
-            return dflt;
+        if (fabs(d) >= 9223372036854775808.0)
+            rfail(c, TXC_ERR_UNSUPPORTED, line, "int: %g is outside the 64-bit integer range", d);
         return mk_int(c, (int64_t)d);
     }
     case FL_ABS: {

@@ -34,7 +34,7 @@ typedef enum ct_kind {
     CT_INT,
     CT_FLOAT,
     CT_STR,
-    CT_LIST, /* a list or a tuple (list.tuple) */
+    CT_LIST, /* a list, a tuple (list.tuple) or a range (list.range) */
     CT_DICT,
     CT_NS,   /* namespace(): a dict whose attributes can be set */
     CT_FUNC, /* a builtin function or bound method, or a macro */
@@ -60,6 +60,7 @@ struct ct_value {
             ct_value **items;
             size_t n;
             bool tuple;
+            const int64_t *range; /* range(): {start, stop, step}; NULL for a list or tuple */
         } list;
         struct {
             ct_value **keys, **vals;
