@@ -167,6 +167,8 @@ expect_error "bad --new-tokens" "--new-tokens expects an integer >= 1, got 'ten'
   "$TXC" bench --synthetic stories260k --new-tokens ten
 expect_error "zero --new-tokens" "--new-tokens expects an integer >= 1" \
   "$TXC" bench --synthetic stories260k --new-tokens 0
+expect_error "--threads above TXC_MAX_THREADS" "--threads expects an integer from 1 to 256 (TXC_MAX_THREADS), got '1000'" \
+  "$TXC" bench --synthetic stories260k --threads 1000
 expect_error "bad --prompt-tokens" "--prompt-tokens expects" "$TXC" bench --synthetic stories260k --prompt-tokens -3
 expect_error "bad --baseline-limit" "--baseline-limit expects a number of seconds >= 0, got '-1'" \
   "$TXC" bench --synthetic stories260k --baseline-limit -1

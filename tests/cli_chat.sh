@@ -133,6 +133,8 @@ grep -q . "$tmp/o" && ok "the first turn's reply was printed before the error" |
 expect_error "the template refuses (raise_exception)" "Conversation roles must alternate" \
   chat --model "$tmp/inst" --system "Be brief."
 expect_error "--message without a role" "ROLE:TEXT" "$TXC" chat --model "$tmp/tl" --message "Hello"
+expect_error "--threads above TXC_MAX_THREADS" "--threads expects an integer from 1 to 256 (TXC_MAX_THREADS), got '300'" \
+  "$TXC" chat --model "$tmp/tl" --threads 300
 expect_error "missing folder" "does not exist" "$TXC" chat --model "$tmp/no-such-model"
 expect_error "bad --max-new-tokens" "max-new-tokens" "$TXC" chat --model "$tmp/tl" --max-new-tokens 0
 expect_error "bad --cache" "none, dynamic or static" "$TXC" chat --model "$tmp/tl" --cache paged

@@ -85,6 +85,9 @@ expect_error "prompt longer than max_cache_len" "max_cache_len 4" \
 expect_error "bad --cache" "none, dynamic or static" "$TXC" generate --model "$MODEL" --cache paged
 expect_error "an option where a value belongs" "--cache needs a value" "$TXC" generate --model "$MODEL" --cache --max-new-tokens 3
 expect_error "bad --max-new-tokens" "max-new-tokens" "$TXC" generate --model "$MODEL" --max-new-tokens zero
+expect_error "--threads above TXC_MAX_THREADS" "--threads expects an integer from 1 to 256 (TXC_MAX_THREADS), got '257'" \
+  "$TXC" generate --model "$MODEL" --threads 257
+expect_error "--threads 0" "--threads expects an integer from 1 to 256" "$TXC" generate --model "$MODEL" --threads 0
 expect_error "unknown command" "unknown command" "$TXC" frobnicate
 expect_error "unknown option" "--frobnicate" "$TXC" generate --model "$MODEL" --frobnicate
 expect_error "missing option value" "max-new-tokens" "$TXC" generate --model "$MODEL" --max-new-tokens

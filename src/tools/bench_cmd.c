@@ -921,9 +921,9 @@ int txc_cmd_bench(int argc, char **argv)
         case 'W': membw = true; break;
         case 'R': profile = true; break;
         case 'T':
-            if (!txc_cli_parse_int("--threads", optarg, 1, &threads))
+            if (!txc_cli_parse_threads(optarg, &threads))
                 return EXIT_ERROR;
-            if (txc_threads_set(threads > TXC_MAX_THREADS ? TXC_MAX_THREADS : (int)threads) != TXC_OK)
+            if (txc_threads_set((int)threads) != TXC_OK)
                 return txc_cli_fail_in("--threads");
             break;
         case 'S':

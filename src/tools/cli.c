@@ -70,6 +70,20 @@ bool txc_cli_parse_int(const char *flag, const char *s, int64_t min, int64_t *ou
     return true;
 }
 
+bool txc_cli_parse_threads(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > TXC_MAX_THREADS) {
+        fprintf(stderr, "txc: --threads expects an integer from 1 to %d (TXC_MAX_THREADS), got '%s'\n",
+                TXC_MAX_THREADS, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 bool txc_cli_parse_float(const char *flag, const char *s, double lo, bool lo_open, double hi, double *out)
 {
     char *end;
@@ -162,9 +176,9 @@ int txc_cli_gen_option(txc_cli_gen_flags *f, int ch, const char *arg)
         f->mopts.convert_dtype = true;
         return 1;
     case TXC_CLI_OPT_THREADS:
-        if (!txc_cli_parse_int("--threads", arg, 1, &threads))
+        if (!txc_cli_parse_threads(arg, &threads))
             return -1;
-        if (txc_threads_set(threads > TXC_MAX_THREADS ? TXC_MAX_THREADS : (int)threads) != TXC_OK) {
+        if (txc_threads_set((int)threads) != TXC_OK) {
             txc_cli_fail("--threads");
             return -1;
         }

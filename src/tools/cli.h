@@ -34,6 +34,9 @@ int txc_cli_fail_in(const char *context);
 /* Parse a whole decimal integer >= min for `flag`; false (and one line on
  * stderr) otherwise. */
 bool txc_cli_parse_int(const char *flag, const char *s, int64_t min, int64_t *out);
+/* --threads N: a whole decimal integer in [1, TXC_MAX_THREADS]; false (and
+ * one line on stderr naming the maximum) otherwise. */
+bool txc_cli_parse_threads(const char *s, int64_t *out);
 /* A float in [lo, hi] (lo excluded when lo_open); false (one line) otherwise. */
 bool txc_cli_parse_float(const char *flag, const char *s, double lo, bool lo_open, double hi, double *out);
 
