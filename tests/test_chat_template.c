@@ -572,6 +572,84 @@ static void test_range_repr(void **state)
     expect_render_error("{{ range(2) < range(3) }}", TXC_ERR_INVALID, "between instances of 'range' and 'range'");
 }
 
+/* A special token named in neither tokenizer_config.json nor
+ * special_tokens_map.json: what transformers 5.24's apply_chat_template
+ * renders (its tokenizer class's __init__ default, or undefined), each
+ * expected string checked with AutoTokenizer on such a folder. */
+static char *load_render(const char *dir, const char *cfg)
+{
+    assert_int_equal(tu_write_file(tu_path("%s/tokenizer_config.json", dir), cfg, strlen(cfg)), 0);
+    txc_chat_template *t = NULL;
+    txc_clear_error();
+    txc_status st = txc_chat_template_load(dir, &t);
+    if (st)
+        print_error("load %s: %s\n", cfg, txc_last_error());
+    assert_int_equal(st, TXC_OK);
+    txc_chat_message m = {"user", "x"};
+    char *out = NULL;
+    size_t len;
+    assert_int_equal(txc_chat_template_render(t, &m, 1, false, &out, &len), TXC_OK);
+    txc_chat_template_free(t);
+    return out;
+}
+
+static void test_missing_special_tokens(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *cls_and_tokens, *want;
+    } cases[] = {
+        {"\"tokenizer_class\": \"LlamaTokenizerFast\"", "[<s>|</s>|<unk>||True]"},
+        {"\"tokenizer_class\": \"GPT2Tokenizer\", \"bos_token\": null", "[|<|endoftext|>|<|endoftext|>||False]"},
+        {"\"tokenizer_class\": \"Qwen2TokenizerFast\"", "[|<|endoftext|>|<|endoftext|>|<|endoftext|>|False]"},
+        {"\"tokenizer_class\": \"GemmaTokenizer\", \"eos_token\": \"<end_of_turn>\"", "[<bos>|<end_of_turn>|<unk>|<pad>|True]"},
+        {"\"tokenizer_class\": \"PreTrainedTokenizerFast\"", "[||||False]"},
+        {"\"tokenizer_class\": \"TokenizersBackend\"", "[||||False]"},
+        {"\"add_prefix_space\": false", "[||||False]"},
+    };
+    char *dir = tu_mkdtemp();
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char cfg[512];
+        snprintf(cfg, sizeof cfg,
+                 "{%s, \"chat_template\": \"[{{ bos_token }}|{{ eos_token }}|{{ unk_token }}|{{ pad_token }}|"
+                 "{{ bos_token is defined }}]\"}",
+                 cases[i].cls_and_tokens);
+        char *out = load_render(dir, cfg);
+        if (strcmp(out, cases[i].want))
+            print_error("%s: got %s, want %s\n", cases[i].cls_and_tokens, out, cases[i].want);
+        assert_string_equal(out, cases[i].want);
+        free(out);
+    }
+    /* special_tokens_map.json: read only without added_tokens_decoder, then
+     * it replaces the config's tokens, and null there suppresses the default */
+    const char *stm = "{\"bos_token\": \"<B>\", \"eos_token\": null, \"unk_token\": {\"content\": \"<U>\"}}";
+    assert_int_equal(tu_write_file(tu_path("%s/special_tokens_map.json", dir), stm, strlen(stm)), 0);
+    char *out = load_render(dir, "{\"tokenizer_class\": \"TokenizersBackend\", \"bos_token\": \"<A>\", "
+                                 "\"eos_token\": \"<E>\", \"chat_template\": "
+                                 "\"[{{ bos_token }}|{{ eos_token }}|{{ unk_token }}|{{ pad_token }}]\"}");
+    assert_string_equal(out, "[<B>||<U>|]");
+    free(out);
+    out = load_render(dir, "{\"tokenizer_class\": \"TokenizersBackend\", \"bos_token\": \"<A>\", "
+                           "\"eos_token\": \"<E>\", \"added_tokens_decoder\": {}, \"chat_template\": "
+                           "\"[{{ bos_token }}|{{ eos_token }}|{{ unk_token }}|{{ pad_token }}]\"}");
+    assert_string_equal(out, "[<A>|<E>||]");
+    free(out);
+    const char *stm2 = "{\"eos_token\": null, \"pad_token\": \"<P>\"}";
+    assert_int_equal(tu_write_file(tu_path("%s/special_tokens_map.json", dir), stm2, strlen(stm2)), 0);
+    out = load_render(dir, "{\"tokenizer_class\": \"GPT2Tokenizer\", \"bos_token\": \"<A>\", \"chat_template\": "
+                           "\"[{{ bos_token }}|{{ eos_token }}|{{ unk_token }}|{{ pad_token }}]\"}");
+    assert_string_equal(out, "[<A>||<|endoftext|>|<P>]");
+    free(out);
+    remove(tu_path("%s/special_tokens_map.json", dir));
+    /* a LlamaTokenizer whose tokenizer.json is ByteLevel loads as TokenizersBackend: no defaults */
+    const char *tj = "{\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}}";
+    assert_int_equal(tu_write_file(tu_path("%s/tokenizer.json", dir), tj, strlen(tj)), 0);
+    out = load_render(dir, "{\"tokenizer_class\": \"LlamaTokenizer\", \"chat_template\": \"[{{ bos_token }}|{{ eos_token }}]\"}");
+    assert_string_equal(out, "[|]");
+    free(out);
+    tu_rm_rf(dir);
+}
+
 static void test_load_folders(void **state)
 {
     (void)state;
@@ -637,7 +715,7 @@ int main(void)
         cmocka_unit_test(test_syntax_errors),  cmocka_unit_test(test_unsupported),
         cmocka_unit_test(test_render_errors),  cmocka_unit_test(test_number_filters), cmocka_unit_test(test_api),
         cmocka_unit_test(test_load_folders), cmocka_unit_test(test_int_filter),
-        cmocka_unit_test(test_range_repr),
+        cmocka_unit_test(test_range_repr), cmocka_unit_test(test_missing_special_tokens),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

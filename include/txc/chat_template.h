@@ -99,10 +99,17 @@ txc_status txc_chat_template_parse(const char *source, size_t len, txc_chat_temp
  * exists (newer transformers save it there, and it takes priority as in
  * PreTrainedTokenizerBase.from_pretrained), else "chat_template" of
  * DIR/tokenizer_config.json (a string, or a list of {name, template} whose
- * "default" entry is used), and the special token strings of
- * tokenizer_config.json, else special_tokens_map.json
+ * "default" entry is used), and the special token strings
  * (bos_token/eos_token/unk_token/pad_token: a string or an AddedToken object
- * {"content": ...}; null or absent leaves the variable undefined). Errors: TXC_ERR_UNSUPPORTED
+ * {"content": ...}) of tokenizer_config.json, replaced by those
+ * special_tokens_map.json names when the config has no added_tokens_decoder
+ * (PreTrainedTokenizerBase._from_pretrained); null leaves the variable
+ * undefined; absent from both files: the default of the tokenizer class, as transformers 5.x's
+ * tokenizer __init__ gives it: GPT2Tokenizer bos/eos/unk "<|endoftext|>",
+ * LlamaTokenizer "<s>"/"</s>"/"<unk>" (not when tokenizer.json is
+ * ByteLevel: AutoTokenizer then loads TokenizersBackend), Qwen2Tokenizer
+ * eos/unk/pad "<|endoftext|>", GemmaTokenizer "<bos>"/"<eos>"/"<unk>"/"<pad>",
+ * other classes none: undefined). Errors: TXC_ERR_UNSUPPORTED
  * when the folder has no chat template (message: "<dir> has no chat_template
  * in tokenizer_config.json or chat_template.jinja"), TXC_ERR_FORMAT /
  * TXC_ERR_UNSUPPORTED as txc_chat_template_parse, TXC_ERR_IO. */

@@ -190,6 +190,56 @@ static txc_status read_json(const char *dir, const char *name, cJSON **out, bool
     return st;
 }
 
+/* The special tokens transformers 5.x gives a tokenizer whose files name
+ * none: the defaults of the __init__ of the class tokenizer_config.json's
+ * tokenizer_class names ("Fast" or not): GPT2Tokenizer, LlamaTokenizer,
+ * Qwen2Tokenizer, GemmaTokenizer. Others (PreTrainedTokenizerFast,
+ * TokenizersBackend, no tokenizer_class) have none. AutoTokenizer loads a
+ * LlamaTokenizer whose tokenizer.json has "ByteLevel" in it (Llama 3) as a
+ * TokenizersBackend, without defaults. Order: ct_token_names. */
+static txc_status class_default_tokens(const char *dir, const cJSON *cfg, const char *const **out)
+{
+    static const char *const gpt2[4] = {"<|endoftext|>", "<|endoftext|>", "<|endoftext|>", NULL};
+    static const char *const llama[4] = {"<s>", "</s>", "<unk>", NULL};
+    static const char *const qwen2[4] = {NULL, "<|endoftext|>", "<|endoftext|>", "<|endoftext|>"};
+    static const char *const gemma[4] = {"<bos>", "<eos>", "<unk>", "<pad>"};
+    static const struct {
+        const char *name;
+        const char *const *tokens;
+    } classes[] = {{"GPT2Tokenizer", gpt2}, {"LlamaTokenizer", llama}, {"Qwen2Tokenizer", qwen2}, {"GemmaTokenizer", gemma}};
+    *out = NULL;
+    const cJSON *cls = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, "tokenizer_class") : NULL;
+    if (!cJSON_IsString(cls))
+        return TXC_OK;
+    size_t n = strlen(cls->valuestring);
+    if (n >= 4 && !strcmp(cls->valuestring + n - 4, "Fast"))
+        n -= 4;
+    for (size_t k = 0; k < sizeof classes / sizeof *classes; k++)
+        if (strlen(classes[k].name) == n && !strncmp(cls->valuestring, classes[k].name, n))
+            *out = classes[k].tokens;
+    if (*out != llama)
+        return TXC_OK;
+    char *path = txc_hf_path_join(dir, "tokenizer.json");
+    if (!path)
+        return TXC_ERR_NOMEM;
+    char *text = NULL;
+    size_t len = 0;
+    bool missing = true;
+    txc_status st = txc_hf_read_file(path, (size_t)1 << 30, &text, &len, &missing);
+    free(path);
+    if (st)
+        return st;
+    static const char needle[] = "\"ByteLevel\"";
+    const size_t nl = sizeof needle - 1;
+    for (size_t i = 0; text && i + nl <= len; i++)
+        if (text[i] == '"' && !memcmp(text + i, needle, nl)) {
+            *out = NULL;
+            break;
+        }
+    free(text);
+    return TXC_OK;
+}
+
 txc_status txc_chat_template_load(const char *model_dir, txc_chat_template **out)
 {
     if (!out)
@@ -256,10 +306,23 @@ txc_status txc_chat_template_load(const char *model_dir, txc_chat_template **out
     st = txc_chat_template_parse(src, src_len, &t);
     if (st)
         goto done;
+    /* PreTrainedTokenizerBase._from_pretrained: special_tokens_map.json is
+     * read only when tokenizer_config.json has no added_tokens_decoder, and
+     * then its entries replace the config's (null included) */
+    const char *const *defaults = NULL;
+    bool defaults_read = false;
+    bool use_stm = stm && !(cfg && cJSON_HasObjectItem(cfg, "added_tokens_decoder"));
     for (int k = 0; k < 4; k++) {
-        const char *v = cfg ? token_string(cJSON_GetObjectItemCaseSensitive(cfg, ct_token_names[k])) : NULL;
-        if (!v && stm)
-            v = token_string(cJSON_GetObjectItemCaseSensitive(stm, ct_token_names[k]));
+        const cJSON *item = use_stm ? cJSON_GetObjectItemCaseSensitive(stm, ct_token_names[k]) : NULL;
+        if (!item && cfg)
+            item = cJSON_GetObjectItemCaseSensitive(cfg, ct_token_names[k]);
+        const char *v = token_string(item);
+        if (!item) { /* named nowhere (null is named): the class's default */
+            if (!defaults_read && (st = class_default_tokens(model_dir, cfg, &defaults)))
+                goto done;
+            defaults_read = true;
+            v = defaults ? defaults[k] : NULL;
+        }
         if (v && (st = txc_chat_template_set_token(t, ct_token_names[k], v)))
             goto done;
     }
