@@ -169,7 +169,7 @@ static void usage_bench(FILE *f)
             "  --compile-cache DIR  save compiled plans to DIR and load them from it (default:\n"
             "                       $XDG_CACHE_HOME/txc, else $HOME/.cache/txc)\n"
             "  --no-compile-cache   compile every plan in this process\n"
-            "  --threads N          threads (default: $TXC_THREADS, else the CPUs this process may use)\n"
+            "  --threads N          threads, 1 to 256 (default: $TXC_THREADS, else the CPUs this process may use)\n"
             "  --membw              also measure this machine's read bandwidth and each row's fraction\n"
             "                       of it (alone: the bandwidth only)\n"
             "  --mmap, --no-mmap    use the weights in place from the mmap'd file, or copy\n"

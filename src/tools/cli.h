@@ -91,7 +91,7 @@ enum {
     "  --no-compile-cache  compile every plan in this process\n"                                         \
     "  --dtype D           the weights' dtype in memory: f32, bf16 or f16, converted once at\n"          \
     "                      load (default: as stored in the files); activations are f32\n"               \
-    "  --threads N         threads (default: $TXC_THREADS, else the CPUs this process may use)\n"        \
+    "  --threads N         threads, 1 to 256 (default: $TXC_THREADS, else the CPUs this process may use)\n" \
     TXC_CLI_WEIGHTS_HELP                                                                             \
     "Decoding (defaults from generation_config.json, else greedy; flags override it):\n"                 \
     "  --do-sample         sample the next token (transformers' do_sample=True)\n"                       \
