@@ -305,7 +305,7 @@ static txc_tensor *siblings_eager(txc_tensor *const *in, txc_tensor **out)
     out[1] = txc_linear(in[0], in[2], in[3]);
     out[2] = txc_linear(in[0], txc_narrow(in[4], 0, 50, 90), NULL);
     out[3] = txc_linear(txc_mul_scalar(in[0], 2.0), in[5], NULL); /* another input: not a sibling */
-    out[4] = txc_add(txc_linear(in[0], in[6], NULL), txc_linear(in[0], in[7], NULL));
+    out[4] = txc_mul(txc_linear(in[0], in[6], NULL), txc_linear(in[0], in[7], NULL)); /* (an add: a residual) */
     return out[4];
 }
 
@@ -356,7 +356,7 @@ static void test_sibling_linears(void **state)
         int n_out;
         assert_int_equal(txc_jit_call(jit, in, 8, NULL, NULL, 0, out, 5, &n_out), TXC_OK);
         assert_int_equal(n_out, 5);
-        /* {q, k, v} and the two linears added together; not the one of 2x */
+        /* {q, k, v} and the two linears multiplied together; not the one of 2x */
         assert_int_equal(txc_jit_get_stats(jit).linear_groups, 2);
         assert_non_null(siblings_eager(in, ref));
         for (int i = 0; i < 5; i++)

@@ -208,7 +208,7 @@ static void assert_same_results(const results *a, const results *b)
     }
 }
 
-enum { P_CSE = 1, P_FOLD = 2, P_FUSE = 4 };
+enum { P_CSE = 1, P_FOLD = 2, P_FUSE = 4, P_RESIDUAL = 8 };
 
 /* Trace `fn` on fresh inputs, check the unpassed graph against eager, run
  * the passes (each preceded by DCE, as compile() does) and check again.
@@ -237,6 +237,8 @@ static txc_graph *check_passes(build_fn fn, inputs_fn mk, int passes, int *chang
         c += txc_pass_fold(g, txc_env_active());
     if (passes & P_FUSE)
         c += txc_pass_fuse(g);
+    if (passes & P_RESIDUAL)
+        c += txc_pass_residual(g);
     txc_pass_dce(g);
     assert_int_equal(txc_last_status(), TXC_OK);
     mk(in);
@@ -770,6 +772,50 @@ static txc_status block_fn(void *ctx, txc_tensor *const *in, int n_in, const voi
     return out[0] && out[1] ? TXC_OK : txc_last_status();
 }
 
+/* ---- residual adds into linears ------------------------------------------------------------ */
+
+static int in_residual(txc_tensor **in)
+{
+    setup_rng();
+    in[0] = rand_tensor(3, SHAPE(1, 3, 16)); /* x */
+    in[1] = rand_tensor(2, SHAPE(8, 16));    /* w */
+    in[2] = rand_tensor(1, SHAPE(8));        /* b */
+    in[3] = rand_tensor(3, SHAPE(1, 3, 8));  /* h */
+    in[4] = rand_tensor(2, SHAPE(8, 16));    /* w2 */
+    in[5] = rand_tensor(3, SHAPE(1, 8, 3));  /* a residual read transposed */
+    return 6;
+}
+
+static void fn_residual(txc_tensor *const *in, txc_tensor **out, int *n)
+{
+    txc_tensor *x = in[0], *w = in[1], *b = in[2], *h = in[3];
+    out[0] = txc_add(h, txc_linear(x, w, b));                  /* fused: h is an input */
+    out[1] = txc_add(txc_linear(x, in[4], NULL), out[0]);      /* fused: out[0] is ready before */
+    txc_tensor *y3 = txc_linear(x, w, NULL);
+    out[2] = y3;                                               /* y3 read twice: not fused */
+    out[3] = txc_add(y3, h);
+    txc_tensor *y4 = txc_linear(x, w, NULL), *r4 = txc_mul_scalar(h, 2.0);
+    out[4] = txc_add(y4, r4);                                  /* r4 made after the linear: not fused */
+    out[5] = txc_add(txc_linear(x, w, NULL), b);               /* broadcast: not fused */
+    out[6] = txc_add(txc_linear(x, w, NULL), txc_transpose(in[5], 1, 2)); /* not contiguous: not fused */
+    *n = 7;
+}
+
+static void test_residual_into_linear(void **state)
+{
+    (void)state;
+    int c;
+    txc_graph *g = check_passes(fn_residual, in_residual, P_RESIDUAL, &c);
+    assert_int_equal(c, 2);
+    int flagged = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!g->nodes[i].dead && g->nodes[i].op == TXC_OP_LINEAR && (g->nodes[i].attrs.flags & TXC_ATTR_RESIDUAL))
+            flagged++;
+    assert_int_equal(flagged, 2);
+    assert_int_equal(count_live(g, TXC_OP_ADD), 4);
+    txc_graph_free(g);
+}
+
 static void test_jit_end_to_end(void **state)
 {
     (void)state;
@@ -813,10 +859,11 @@ static void test_jit_end_to_end(void **state)
         txc_jit_dump_last_graph(jit, stderr);
     }
     /* kernels traced: arange mul cat cos sin | linear neg cat mul mul add | linear silu linear linear add mul
-     * linear add = 19. CSE: linear; fold: arange mul cat cos sin; fuse: mul mul add -> 1, silu add mul -> 1. */
+     * linear add = 19. CSE: linear; fold: arange mul cat cos sin; fuse: mul mul add -> 1, silu add mul -> 1;
+     * residual: the last linear absorbs the add after it. */
     assert_int_equal(st.misses, 1);
     assert_int_equal(st.hits, 1);
-    assert_int_equal(st.nodes_compiled, 19 - 1 - 5 - 2 - 2);
+    assert_int_equal(st.nodes_compiled, 19 - 1 - 5 - 2 - 2 - 1);
     txc_jit_free(jit);
     results_free(&want);
     release_all(in, 5);
@@ -838,6 +885,7 @@ int main(void)
         cmocka_unit_test(test_fuse_not_across_inplace),
         cmocka_unit_test(test_fuse_limits),
         cmocka_unit_test(test_fused_run_checks),
+        cmocka_unit_test(test_residual_into_linear),
         cmocka_unit_test(test_jit_end_to_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -105,6 +105,11 @@ int txc_pass_fold(txc_graph *g, txc_env *env);
 /* Elementwise fusion: chains of float32 elementwise ops whose
  * intermediates have one consumer become one node running a fused program. */
 int txc_pass_fuse(txc_graph *g);
+/* Residual adds into the linear before them: add(linear(...), r) becomes
+ * one linear node with TXC_ATTR_RESIDUAL (r added after the bias, the
+ * same bits), when the linear's result has no other reader and r is
+ * ready, float32 and of the same shape. */
+int txc_pass_residual(txc_graph *g);
 /* Memory planning: live ranges of TEMP buffers, first-fit offsets in one
  * arena (64-byte aligned); returns the arena size in bytes. */
 int64_t txc_plan_memory(txc_graph *g);

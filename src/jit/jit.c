@@ -329,7 +329,8 @@ static bool overlaps(const txc_graph *g, int v, int w)
 static bool joins(const txc_graph *g, const int *mem, int k, const txc_node *m)
 {
     const txc_node *lead = &g->nodes[mem[0]];
-    if (m->op != TXC_OP_LINEAR || m->fused || m->in[0] != lead->in[0] || k >= JIT_GROUP_MAX)
+    if (m->op != TXC_OP_LINEAR || m->fused || (m->attrs.flags & TXC_ATTR_RESIDUAL) || m->in[0] != lead->in[0] ||
+        k >= JIT_GROUP_MAX)
         return false;
     int64_t lo, hi;
     if (!arena_range(g, m->out, &lo, &hi))
@@ -357,7 +358,8 @@ static void find_groups(txc_plan *p)
     for (int e = 0; e < p->n_exec;) {
         const txc_node *n = &g->nodes[p->exec[e]];
         int k = 1;
-        if (n->op == TXC_OP_LINEAR && !n->fused && arena_range(g, n->out, &(int64_t){0}, &(int64_t){0}))
+        if (n->op == TXC_OP_LINEAR && !n->fused && !(n->attrs.flags & TXC_ATTR_RESIDUAL) &&
+            arena_range(g, n->out, &(int64_t){0}, &(int64_t){0}))
             while (e + k < p->n_exec && joins(g, &p->exec[e], k, &g->nodes[p->exec[e + k]]))
                 k++;
         p->group[e] = k;
@@ -526,6 +528,7 @@ static txc_plan *compile(txc_jit *jit, txc_tensor *const *in, int n, const void 
         txc_pass_cse(g);
         txc_pass_fold(g, jit->env);
         txc_pass_fuse(g);
+        txc_pass_residual(g);
         txc_pass_dce(g);
         int64_t arena = txc_plan_memory(g);
         p = arena >= 0 ? build_plan(jit, g, arena) : NULL;

@@ -261,3 +261,74 @@ int txc_pass_fold(txc_graph *g, txc_env *env)
     free(hin);
     return folded;
 }
+
+/* ---- residual adds into the linear before them ---------------------------------------------
+ * add(y, r) or add(r, y) with y = linear(x, w[, b]) read by nothing else,
+ * r computed before the linear runs and not written in between, and y, r
+ * and the sum float32 of one shape with r contiguous: the linear adds r to
+ * its result after its bias (TXC_ATTR_RESIDUAL: torch.addmm's input +
+ * mat1 @ mat2) and writes the sum's value itself; the add dies. One float
+ * addition per element, as the add's: the bits do not change. */
+
+static bool contiguous_value(const txc_value *v)
+{
+    int64_t s[TXC_MAX_DIMS];
+    txc_impl_contiguous_strides(v->ndim, v->shape, s);
+    for (int d = 0; d < v->ndim; d++)
+        if (v->shape[d] != 1 && v->strides[d] != s[d])
+            return false;
+    return true;
+}
+
+int txc_pass_residual(txc_graph *g)
+{
+    int *uses = calloc((size_t)g->n_values + 1, sizeof *uses);
+    if (!uses)
+        return 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!g->nodes[i].dead)
+            for (int j = 0; j < g->nodes[i].n_in; j++)
+                uses[g->nodes[i].in[j]]++;
+    for (int i = 0; i < g->n_outputs; i++)
+        uses[g->outputs[i]]++;
+    int fused = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        txc_node *add = &g->nodes[i];
+        if (add->dead || add->op != TXC_OP_ADD || add->fused || add->is_view || add->inplace || add->n_in != 2 ||
+            add->attrs.flags != 0)
+            continue;
+        for (int side = 0; side < 2; side++) {
+            int y = add->in[side], r = add->in[1 - side], li = g->values[y].producer;
+            if (y == r || li < 0 || uses[y] != 1)
+                continue;
+            txc_node *lin = &g->nodes[li];
+            const txc_value *vy = &g->values[y], *vr = &g->values[r], *vs = &g->values[add->out];
+            if (lin->dead || lin->op != TXC_OP_LINEAR || lin->fused || (lin->attrs.flags & TXC_ATTR_RESIDUAL) ||
+                vy->dtype != TXC_F32 || vr->dtype != TXC_F32 || vs->dtype != TXC_F32 || vr->ndim != vy->ndim ||
+                vs->ndim != vy->ndim || memcmp(vr->shape, vy->shape, sizeof(int64_t) * (size_t)vy->ndim) != 0 ||
+                memcmp(vs->shape, vy->shape, sizeof(int64_t) * (size_t)vy->ndim) != 0 || !contiguous_value(vr) ||
+                !contiguous_value(vs) || vr->producer >= li)
+                continue;
+            /* r's bytes must be the same when the linear reads them as when the add would have */
+            bool written = false;
+            for (int k = li + 1; k < i && !written; k++)
+                written = !g->nodes[k].dead && g->nodes[k].inplace &&
+                          g->values[g->nodes[k].out].buffer == vr->buffer;
+            int *in = written ? NULL : realloc(lin->in, sizeof(int) * (size_t)(lin->n_in + 1));
+            if (!in)
+                continue;
+            lin->in = in;
+            lin->in[lin->n_in++] = r;
+            lin->attrs.flags |= TXC_ATTR_RESIDUAL;
+            lin->out = add->out;
+            g->values[add->out].producer = li;
+            g->values[y].producer = -1;
+            uses[y] = 0;
+            add->dead = true;
+            fused++;
+            break;
+        }
+    }
+    free(uses);
+    return fused;
+}

@@ -583,8 +583,9 @@ static bool same_attrs(const txc_op_attrs *a, const txc_op_attrs *b)
  * values, nodes or buffers, nor change a value's geometry or a node's op,
  * attributes and result: what they change is which nodes are dead, the
  * inputs of nodes (CSE, fusion), fused programs, buffers turned into
- * constants (folding), the buffer of views, the outputs (CSE) and the
- * arena offsets. A plan read from a file must be the traced graph in
+ * constants (folding), the buffer of views, the outputs (CSE), the arena
+ * offsets, and linears that absorbed the add after them (the residual
+ * pass: one more input, TXC_ATTR_RESIDUAL, the add's output). A plan read from a file must be the traced graph in
  * everything else. (A pass that breaks this rule makes every load fail
  * safely, and the round-trip tests fail.) */
 static bool matches_trace(const txc_graph *g, const txc_graph *t, char *why, size_t cap)
@@ -613,8 +614,22 @@ static bool matches_trace(const txc_graph *g, const txc_graph *t, char *why, siz
     }
     for (int i = 0; i < g->n_nodes; i++) {
         const txc_node *a = &g->nodes[i], *b = &t->nodes[i];
-        if (a->op != b->op || a->out != b->out || a->is_view != b->is_view || a->inplace != b->inplace ||
-            (!a->fused && a->n_in != b->n_in) || !same_attrs(&a->attrs, &b->attrs)) {
+        /* the residual pass: a linear with one more input (the residual), the flag, and the output of the
+         * traced add that read its result */
+        const bool residual = a->op == TXC_OP_LINEAR && b->op == TXC_OP_LINEAR &&
+                              (a->attrs.flags & TXC_ATTR_RESIDUAL) && !(b->attrs.flags & TXC_ATTR_RESIDUAL);
+        txc_op_attrs aa = a->attrs;
+        bool out_ok = a->out == b->out;
+        if (residual) {
+            aa.flags &= ~(unsigned)TXC_ATTR_RESIDUAL;
+            for (int k = i + 1; k < t->n_nodes && !out_ok; k++) {
+                const txc_node *add = &t->nodes[k];
+                out_ok = add->op == TXC_OP_ADD && add->out == a->out && add->n_in == 2 &&
+                         (add->in[0] == b->out || add->in[1] == b->out);
+            }
+        }
+        if (a->op != b->op || !out_ok || a->is_view != b->is_view || a->inplace != b->inplace ||
+            (!a->fused && a->n_in != b->n_in + residual) || !same_attrs(&aa, &b->attrs)) {
             say(why, cap, "corrupt (not the traced graph: node %d)", i);
             return false;
         }

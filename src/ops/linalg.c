@@ -1032,9 +1032,10 @@ static txc_status cpu_matmul(txc_tensor *out, txc_tensor *const *in, int n_in, c
 
 static txc_status infer_linear(txc_tensor *const *in, int n_in, const txc_op_attrs *a, txc_meta *m)
 {
-    bool has_bias = !(a->flags & TXC_ATTR_NO_BIAS);
-    if (n_in != (has_bias ? 3 : 2))
-        return txc_error(TXC_ERR_INTERNAL, "aten::linear: expected %d inputs, got %d", has_bias ? 3 : 2, n_in);
+    bool has_bias = !(a->flags & TXC_ATTR_NO_BIAS), residual = (a->flags & TXC_ATTR_RESIDUAL) != 0;
+    int want = (has_bias ? 3 : 2) + residual;
+    if (n_in != want)
+        return txc_error(TXC_ERR_INTERNAL, "aten::linear: expected %d inputs, got %d", want, n_in);
     const txc_tensor *x = in[0], *w = in[1];
     char sx[160], sw[160];
     if (!txc_dtype_is_float(x->dtype) || !txc_dtype_is_float(w->dtype))
@@ -1060,6 +1061,13 @@ static txc_status infer_linear(txc_tensor *const *in, int n_in, const txc_op_att
     m->ndim = x->ndim;
     memcpy(m->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     m->shape[x->ndim - 1] = w->shape[0];
+    if (residual) {
+        const txc_tensor *r = in[n_in - 1];
+        if (m->dtype != TXC_F32 || r->dtype != TXC_F32 || r->ndim != m->ndim ||
+            memcmp(r->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim) != 0 || !txc_tensor_is_contiguous(r))
+            return txc_error(TXC_ERR_INTERNAL, "aten::linear: the residual must be a contiguous float32 tensor of "
+                                               "the result's shape");
+    }
     return TXC_OK;
 }
 
@@ -1140,6 +1148,11 @@ static txc_status cpu_linear(txc_tensor *out, txc_tensor *const *in, int n_in, c
     }
     if (bias && add_bias(C, M, N, bias) != TXC_OK)
         return TXC_ERR_NOMEM;
+    if (a->flags & TXC_ATTR_RESIDUAL) { /* out = linear + r: the add's float addition, element by element */
+        const float *r = txc_impl_data(in[n_in - 1]);
+        for (int64_t i = 0; i < M * N; i++)
+            C[i] += r[i];
+    }
     if (cbuf)
         store_rows(out, 0, cbuf, M * N);
     return TXC_OK;

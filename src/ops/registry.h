@@ -65,6 +65,8 @@ enum {
     TXC_ATTR_NO_BIAS = 1 << 6,
     TXC_ATTR_INPLACE = 1 << 7,    /* index_copy_: out is in[0] itself */
     TXC_ATTR_POSITIONS = 1 << 8,  /* causal_attention: in[3] is cache_position */
+    TXC_ATTR_RESIDUAL = 1 << 9,   /* linear: the last input (float32, the result's shape, contiguous) is added
+                                     to the result after the bias (the jit's residual fusion, jit/passes.c) */
 };
 
 /* Non-tensor arguments of an op call: plain data, hashable, recordable by
