@@ -121,6 +121,39 @@ static void test_trace_and_cache(void **state)
     txc_env_scope_end(env, mark);
 }
 
+/* The plan cache holds at most TXC_JIT_MAX_PLANS plans: a new signature
+ * beyond that drops the least recently used one, which then recompiles. */
+static void test_plan_limit(void **state)
+{
+    (void)state;
+    int mark = txc_env_scope_begin(env);
+    txc_tensor *w = make(2, (int64_t[]){3, 4}, 0.2f), *b = make(1, (int64_t[]){3}, 0.3f);
+    txc_jit *jit = txc_jit_new(env, "mlp", mlp, NULL);
+    unsigned char flag = 1;
+    const int n_shapes = TXC_JIT_MAX_PLANS + 4;
+    for (int rep = 0; rep < 2; rep++)
+        for (int r = 1; r <= n_shapes; r++) { /* x of r rows: a new signature each */
+            txc_tensor *x = make(2, (int64_t[]){r, 4}, 0.1f * (float)r), *in[3] = {x, w, b}, *out[1];
+            int n_out;
+            assert_int_equal(txc_jit_call(jit, in, 3, NULL, &flag, 1, out, 1, &n_out), TXC_OK);
+            assert_close(out[0], mlp_eager(x, w, b), 1e-6);
+            txc_jit_stats st = txc_jit_get_stats(jit);
+            assert_true(st.n_plans <= TXC_JIT_MAX_PLANS);
+        }
+    txc_jit_stats st = txc_jit_get_stats(jit);
+    assert_int_equal(st.n_plans, TXC_JIT_MAX_PLANS);
+    /* the second round finds none of its plans (each was dropped 4 signatures before it came back) */
+    assert_int_equal(st.misses, 2 * n_shapes);
+    assert_int_equal(st.evictions, 2 * n_shapes - TXC_JIT_MAX_PLANS);
+    /* the most recent signature is still held */
+    txc_tensor *x = make(2, (int64_t[]){n_shapes, 4}, 0.5f), *in[3] = {x, w, b}, *out[1];
+    int n_out;
+    assert_int_equal(txc_jit_call(jit, in, 3, NULL, &flag, 1, out, 1, &n_out), TXC_OK);
+    assert_int_equal(txc_jit_get_stats(jit).hits, 1);
+    txc_jit_free(jit);
+    txc_env_scope_end(env, mark);
+}
+
 /* State written inside the call reaches the caller: index_copy_ into an
  * input (a cache) writes the caller's buffer; a counter is an output. */
 static txc_status write_state(void *ctx, txc_tensor *const *in, int n, const void *st, size_t len, txc_tensor **out,
@@ -377,6 +410,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_model_step),
         cmocka_unit_test(test_sibling_linears),
+        cmocka_unit_test(test_plan_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,7 +29,14 @@
  *
  * Outputs are borrowed: they live in the plan's arena (or are the caller's
  * inputs) and stay valid until the next call of the same jit with the same
- * signature. Copy (txc_clone) what must outlive that. Do not release them.
+ * signature, or until TXC_JIT_MAX_PLANS calls with other signatures have
+ * made the plan the least recently used one and it was dropped. Copy
+ * (txc_clone) what must outlive that. Do not release them.
+ *
+ * Plans held: at most TXC_JIT_MAX_PLANS per jit; a new signature beyond
+ * that drops the least recently used plan (torch._dynamo's recompile limit
+ * is 8 per frame; a DynamicCache compiled step makes a new signature every
+ * token, and holding every plan grew memory by megabytes per token).
  *
  * Compile cache (off unless txc_jit_set_compile_cache names a folder): a
  * compiled plan is also written to <dir>/<name>-<key>.txcplan, the key
@@ -76,7 +83,8 @@ typedef struct txc_jit_stats {
     double compile_ms;     /* total time making them: tracing + passes + planning (+ saving), or tracing +
                               reading the file when loaded */
     double last_compile_ms;
-    int n_plans;           /* plans held */
+    int n_plans;           /* plans held (at most TXC_JIT_MAX_PLANS) */
+    uint64_t evictions;    /* plans dropped, least recently used first, to stay within TXC_JIT_MAX_PLANS */
     int64_t arena_bytes;   /* arena of the last plan run */
     int nodes_traced;      /* of the last compilation: ops recorded... */
     int nodes_compiled;    /* ...and kernel launches left after the passes */
@@ -108,6 +116,9 @@ void txc_jit_set_profile(txc_jit *jit, bool on);
 /* Up to `max` op kinds with their time, most time first; returns how many
  * kinds ran (may exceed max). */
 int txc_jit_get_profile(const txc_jit *jit, txc_jit_op_time *out, int max);
+
+/* Plans one jit holds at most (see "Plans held" above). */
+#define TXC_JIT_MAX_PLANS 16
 
 /* A jit of `fn` in `env` (NULL: active). `name` is used in messages. */
 txc_jit *txc_jit_new(txc_env *env, const char *name, txc_jit_fn fn, void *ctx);

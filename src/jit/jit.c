@@ -775,6 +775,15 @@ txc_status txc_jit_call(txc_jit *jit, txc_tensor *const *in, int n, const char *
         p->next = jit->plans;
         jit->plans = p;
         jit->stats.n_plans++;
+        if (jit->stats.n_plans > TXC_JIT_MAX_PLANS) { /* drop the least recently used (never p: it is first) */
+            txc_plan **last = &jit->plans;
+            while ((*last)->next)
+                last = &(*last)->next;
+            plan_free(*last);
+            *last = NULL;
+            jit->stats.n_plans--;
+            jit->stats.evictions++;
+        }
     }
     if (p->graph->n_outputs > max_outputs)
         return txc_error(TXC_ERR_INVALID, "jit '%s': %d outputs, room for %d", jit->name, p->graph->n_outputs,
