@@ -84,6 +84,16 @@ int txc_graph_add_node(txc_graph *g, txc_op_id op, const int *in, int n_in, int 
     return g->n_nodes++;
 }
 
+bool txc_value_is_contiguous(const txc_value *v)
+{
+    int64_t st[TXC_MAX_DIMS];
+    txc_impl_contiguous_strides(v->ndim, v->shape, st);
+    for (int d = 0; d < v->ndim; d++)
+        if (v->shape[d] != 1 && v->strides[d] != st[d])
+            return false;
+    return true;
+}
+
 int txc_graph_add_buffer(txc_graph *g, txc_buffer_kind kind, txc_dtype dtype, int64_t numel)
 {
     if (!grow((void **)&g->buffers, &g->cap_buffers, g->n_buffers, sizeof *g->buffers))

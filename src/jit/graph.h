@@ -84,6 +84,9 @@ void txc_graph_free(txc_graph *g);
 int txc_graph_add_value(txc_graph *g, const txc_value *v);
 int txc_graph_add_node(txc_graph *g, txc_op_id op, const int *in, int n_in, int out, const txc_op_attrs *a);
 int txc_graph_add_buffer(txc_graph *g, txc_buffer_kind kind, txc_dtype dtype, int64_t numel);
+/* Whether the value's strides are the contiguous ones of its shape (size-1
+ * dims may have any stride). */
+bool txc_value_is_contiguous(const txc_value *v);
 /* Print the graph (debugging, and the tests of the passes). */
 void txc_graph_dump(const txc_graph *g, FILE *f);
 

@@ -270,16 +270,6 @@ int txc_pass_fold(txc_graph *g, txc_env *env)
  * mat1 @ mat2) and writes the sum's value itself; the add dies. One float
  * addition per element, as the add's: the bits do not change. */
 
-static bool contiguous_value(const txc_value *v)
-{
-    int64_t s[TXC_MAX_DIMS];
-    txc_impl_contiguous_strides(v->ndim, v->shape, s);
-    for (int d = 0; d < v->ndim; d++)
-        if (v->shape[d] != 1 && v->strides[d] != s[d])
-            return false;
-    return true;
-}
-
 int txc_pass_residual(txc_graph *g)
 {
     int *uses = calloc((size_t)g->n_values + 1, sizeof *uses);
@@ -306,8 +296,8 @@ int txc_pass_residual(txc_graph *g)
             if (lin->dead || lin->op != TXC_OP_LINEAR || lin->fused || (lin->attrs.flags & TXC_ATTR_RESIDUAL) ||
                 vy->dtype != TXC_F32 || vr->dtype != TXC_F32 || vs->dtype != TXC_F32 || vr->ndim != vy->ndim ||
                 vs->ndim != vy->ndim || memcmp(vr->shape, vy->shape, sizeof(int64_t) * (size_t)vy->ndim) != 0 ||
-                memcmp(vs->shape, vy->shape, sizeof(int64_t) * (size_t)vy->ndim) != 0 || !contiguous_value(vr) ||
-                !contiguous_value(vs) || vr->producer >= li)
+                memcmp(vs->shape, vy->shape, sizeof(int64_t) * (size_t)vy->ndim) != 0 || !txc_value_is_contiguous(vr) ||
+                !txc_value_is_contiguous(vs) || vr->producer >= li)
                 continue;
             /* r's bytes must be the same when the linear reads them as when the add would have */
             bool written = false;

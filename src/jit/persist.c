@@ -532,16 +532,6 @@ static bool value_span(const txc_value *v, int64_t *lo, int64_t *hi, bool *empty
     return true;
 }
 
-static bool is_contiguous(const txc_value *v)
-{
-    int64_t st[TXC_MAX_DIMS];
-    txc_impl_contiguous_strides(v->ndim, v->shape, st);
-    for (int d = 0; d < v->ndim; d++)
-        if (v->shape[d] != 1 && v->strides[d] != st[d])
-            return false;
-    return true;
-}
-
 /* A header over value v for shape inference: CONST values over their
  * bytes, the others over the graph's zero-size placeholder (as tracing). */
 static void infer_header(const txc_graph *g, int v, txc_env *env, txc_tensor *h)
@@ -773,7 +763,7 @@ static bool check_graph(const txc_graph *g, int64_t arena, const txc_graph *trac
                  !memcmp(self->strides, o->strides, sizeof(int64_t) * (size_t)o->ndim) &&
                  g->buffers[o->buffer].kind != TXC_BUF_CONST;
         } else {
-            ok = g->buffers[o->buffer].kind == TXC_BUF_TEMP && is_contiguous(o);
+            ok = g->buffers[o->buffer].kind == TXC_BUF_TEMP && txc_value_is_contiguous(o);
         }
         if (!ok) {
             say(why, cap, "corrupt (node %d: output)", i);
