@@ -139,6 +139,29 @@ fi
 "$TXC" bench --synthetic stories260k --new-tokens 8 --modes jit-static --profile >"$tmp/prof" 2>&1
 grep -qE "^jit-static decode step, kernel time by op \([0-9.]+ ms over 7 steps\): [a-z]" "$tmp/prof" \
   && ok "--profile table line" || bad "--profile table: $(cat "$tmp/prof")"
+# --membw with the copied weights: the read bandwidth, the fresh-memory copy reference, each row's fraction
+# (1 GiB buffers: a few seconds).
+"$TXC" bench --model "$MODEL" --no-mmap --modes jit-static --new-tokens 4 --membw --json >"$tmp/bw" 2>&1
+rc=$?
+if ! command -v python3 >/dev/null; then
+  ok "--membw check skipped (no python3)"
+elif [ $rc -eq 0 ] && python3 - "$tmp/bw" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+m = d["machine"]
+assert m["membw_gbps"] > 0 and m["fresh_copy_gbps"] > 0, m
+r = d["rows"][0]
+assert r["bw_fraction"] > 0 and abs(r["bw_fraction"] - r["decode_gbps"] / m["membw_gbps"]) < 1e-3, r
+PY
+then
+  ok "--membw --json: membw_gbps, fresh_copy_gbps, bw_fraction = decode_gbps / membw_gbps"
+else
+  bad "--membw --json: rc $rc $(cat "$tmp/bw")"
+fi
+"$TXC" bench --model "$MODEL" --no-mmap --modes jit-static --new-tokens 4 --membw >"$tmp/bw" 2>&1
+grep -qE "^weights: copy, .*GB/s, (huge|small) pages, [0-9.]+ of a memcpy into fresh memory\); load" "$tmp/bw" \
+  && grep -qE "^memory: a memcpy of 1 GiB into freshly allocated huge-page memory [0-9.]+ GB/s" "$tmp/bw" \
+  && ok "--membw table: the copy against a fresh-memory memcpy" || bad "--membw table: $(cat "$tmp/bw")"
 "$TXC" bench --synthetic Qwen/Qwen2.5-0.5B --help >/dev/null 2>&1 && ok "--help" || bad "--help"
 
 # The baseline limit: eager-none stops early (after at least 2 tokens) and says so.

@@ -269,6 +269,60 @@ static double measure_membw(size_t bytes, int passes)
     return passes % 2 ? gbps[passes / 2] : (gbps[passes / 2 - 1] + gbps[passes / 2]) / 2;
 }
 
+/* The reference for the weights' copy (--no-mmap): GB/s of a memcpy of
+ * `bytes` into freshly allocated huge-page-advised memory, split over the
+ * threads as the load's reads are — what the copy costs on this machine,
+ * page faults and the kernel's zeroing of new pages included. Median of
+ * `passes`, each into new memory; 0 on out-of-memory. */
+typedef struct copy_ctx {
+    const char *src;
+    char *dst;
+    size_t bytes;
+    int64_t n_tasks;
+} copy_ctx;
+
+static void copy_task(void *ctx, int64_t t)
+{
+    copy_ctx *c = ctx;
+    size_t per = (c->bytes / (size_t)c->n_tasks) & ~(size_t)4095;
+    size_t lo = per * (size_t)t, hi = t == c->n_tasks - 1 ? c->bytes : lo + per;
+    memcpy(c->dst + lo, c->src + lo, hi - lo);
+}
+
+static double measure_fresh_copy(size_t bytes, int passes)
+{
+    char *src = aligned_alloc(1 << 21, bytes);
+    if (!src)
+        return 0;
+#ifdef MADV_HUGEPAGE
+    madvise(src, bytes, MADV_HUGEPAGE);
+#endif
+    memset(src, 1, bytes);
+    double gbps[16];
+    passes = passes > 16 ? 16 : passes;
+    int done = 0;
+    for (int p = 0; p < passes; p++) {
+        char *dst = aligned_alloc(1 << 21, bytes);
+        if (!dst)
+            break;
+#ifdef MADV_HUGEPAGE
+        madvise(dst, bytes, MADV_HUGEPAGE);
+#endif
+        copy_ctx c = {src, dst, bytes, txc_threads_get()};
+        double t0 = txc_cli_now_ms();
+        txc_parallel_for(c.n_tasks, copy_task, &c);
+        double ms = txc_cli_now_ms() - t0;
+        if (dst[bytes - 1] == 1) /* (the copy is used) */
+            gbps[done++] = ms > 0 ? (double)bytes / (ms * 1e6) : 0;
+        free(dst);
+    }
+    free(src);
+    if (!done)
+        return 0;
+    qsort(gbps, (size_t)done, sizeof *gbps, cmp_double);
+    return done % 2 ? gbps[done / 2] : (gbps[done / 2 - 1] + gbps[done / 2]) / 2;
+}
+
 #define MEMBW_BYTES ((size_t)1 << 30)
 #define MEMBW_PASSES 5
 
@@ -486,6 +540,7 @@ typedef struct bench_info {
     long cores;
     int threads;
     double membw_gbps; /* 0: not measured */
+    double fresh_copy_gbps; /* a memcpy into fresh memory (measure_fresh_copy), 0: not measured */
     const char *compile_cache; /* the folder, NULL: off */
     txc_peak peak;             /* the float32 FMA peak, measured in this run */
     size_t llc_bytes;          /* last-level cache, 0: unknown */
@@ -548,6 +603,8 @@ static void print_json(const bench_info *bi, const bench_row *rows, int n, bool 
         cJSON_AddNumberToObject(m, "membw_gbps", round_to(bi->membw_gbps, 1e-3));
     else
         cJSON_AddNullToObject(m, "membw_gbps");
+    if (bi->fresh_copy_gbps > 0)
+        cJSON_AddNumberToObject(m, "fresh_copy_gbps", round_to(bi->fresh_copy_gbps, 1e-3));
     cJSON_AddNumberToObject(m, "peak_gflops", round_to(bi->peak.gflops, 1e-3));
     cJSON_AddStringToObject(m, "peak_kind", bi->peak.what);
     cJSON_AddNumberToObject(m, "llc_bytes", (double)bi->llc_bytes);
@@ -620,6 +677,8 @@ static void print_json(const bench_info *bi, const bench_row *rows, int n, bool 
         cJSON_AddNumberToObject(o, "decode_gbps", round_to(r->decode_gbps, 1e-4));
         if (bi->membw_gbps > 0)
             cJSON_AddNumberToObject(o, "bw_fraction", round_to(r->decode_gbps / bi->membw_gbps, 1e-4));
+        else
+            cJSON_AddNullToObject(o, "bw_fraction");
         if (r->n_prof) {
             cJSON *pa = cJSON_AddArrayToObject(o, "decode_profile");
             for (int k = 0; k < r->n_prof; k++) {
@@ -632,8 +691,6 @@ static void print_json(const bench_info *bi, const bench_row *rows, int n, bool 
                 cJSON_AddItemToArray(pa, e);
             }
         }
-        else
-            cJSON_AddNullToObject(o, "bw_fraction");
         cJSON_AddBoolToObject(o, "cache_resident", cache_resident(bi, r));
         cJSON_AddBoolToObject(o, "above_bandwidth", above_bandwidth(bi, r));
         cJSON_AddNumberToObject(o, "prefill_gflops", round_to(r->prefill_gflops, 1e-4));
@@ -690,10 +747,14 @@ static void print_table(const bench_info *bi, const bench_row *rows, int n, bool
     for (int i = 0; i < bi->n_loads; i++) {
         const bench_load *l = &bi->loads[i];
         printf("weights: %s, %.1f MB", txc_weights_mode_name(l->info.mode), (double)l->info.param_bytes / 1e6);
-        if (l->info.mode == TXC_WEIGHTS_COPY)
-            printf(" (%.1f MB copied in %.1f ms, %.2f GB/s%s)", (double)l->info.file_bytes / 1e6, l->info.copy_ms,
-                   l->info.copy_ms > 0 ? (double)l->info.file_bytes / (l->info.copy_ms * 1e6) : 0.0,
+        if (l->info.mode == TXC_WEIGHTS_COPY) {
+            double gbps = l->info.copy_ms > 0 ? (double)l->info.file_bytes / (l->info.copy_ms * 1e6) : 0.0;
+            printf(" (%.1f MB copied in %.1f ms, %.2f GB/s%s", (double)l->info.file_bytes / 1e6, l->info.copy_ms, gbps,
                    l->info.hugepages ? ", huge pages" : ", small pages");
+            if (bi->fresh_copy_gbps > 0)
+                printf(", %.2f of a memcpy into fresh memory", gbps / bi->fresh_copy_gbps);
+            printf(")");
+        }
         else if (l->info.mode == TXC_WEIGHTS_MMAP)
             printf(" (%.1f MB in place in the mmap)", (double)l->info.file_bytes / 1e6);
         printf("; load %.1f ms, peak RSS %.1f MB\n", l->load_ms, l->peak_rss_mb);
@@ -733,6 +794,10 @@ static void print_table(const bench_info *bi, const bench_row *rows, int n, bool
     if (bi->membw_gbps > 0)
         printf("memory: read bandwidth %.2f GB/s (%d threads streaming 1 GiB, median of %d passes)\n", bi->membw_gbps,
                bi->threads, MEMBW_PASSES);
+    if (bi->fresh_copy_gbps > 0)
+        printf("memory: a memcpy of 1 GiB into freshly allocated huge-page memory %.2f GB/s (%d threads, median of 3; "
+               "page faults and zeroing included): the weights copy's reference\n",
+               bi->fresh_copy_gbps, bi->threads);
     printf("compute: peak %.1f GFLOP/s (%s, %d threads, measured in this run); last-level cache %.0f MiB\n",
            bi->peak.gflops, bi->peak.what, bi->threads, (double)bi->llc_bytes / (1 << 20));
     printf("  %-19s %12s %11s %14s %14s %8s %11s %12s\n", "memory / compute", "MB per token", "decode GB/s",
@@ -1174,6 +1239,9 @@ int txc_cmd_bench(int argc, char **argv)
         if (progress)
             fprintf(stderr, "bench: memory bandwidth...\n");
         bi.membw_gbps = measure_membw(MEMBW_BYTES, MEMBW_PASSES);
+        for (int w = 0; w < bi.n_loads; w++)
+            if (bi.loads[w].info.mode == TXC_WEIGHTS_COPY && bi.loads[w].info.file_bytes > 0 && !bi.fresh_copy_gbps)
+                bi.fresh_copy_gbps = measure_fresh_copy(MEMBW_BYTES, 3);
     }
     if (rc == 0) {
         /* The reference: the first row that made every token. */
