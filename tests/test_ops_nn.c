@@ -556,6 +556,36 @@ static void test_errors_sdpa(void **state)
         txc_tensor_release(all[i]);
 }
 
+/* txc::rotary_embedding gives the bits of the composition x * cos +
+ * cat(-x2, x1) * sin (torch's apply_rotary_pos_emb) for float32, bfloat16,
+ * float16 and mixed inputs, with cos/sin broadcast and x transposed. */
+static void test_rotary_bits(void **state)
+{
+    (void)state;
+    const txc_dtype dts[][2] = {{TXC_F32, TXC_F32}, {TXC_BF16, TXC_BF16}, {TXC_F16, TXC_F16},
+                                {TXC_BF16, TXC_F32}, {TXC_F32, TXC_BF16}};
+    for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++)
+        for (int transposed = 0; transposed < 2; transposed++) {
+            int mark = txc_env_scope_begin(txc_env_active());
+            int64_t xs[4] = {2, 3, 7, 16}, xt[4] = {2, 7, 3, 16}, cs[4] = {2, 1, 7, 16};
+            txc_tensor *x = transposed ? txc_transpose(rand_tensor(dts[k][0], 4, xt), 1, 2) : rand_tensor(dts[k][0], 4, xs);
+            txc_tensor *c = rand_tensor(dts[k][1], 4, cs), *sn = rand_tensor(dts[k][1], 4, cs);
+            txc_tensor *halves[2] = {txc_neg(txc_narrow(x, -1, 8, 8)), txc_narrow(x, -1, 0, 8)};
+            txc_tensor *want = txc_add(txc_mul(x, c), txc_mul(txc_cat(halves, 2, -1), sn));
+            txc_tensor *got = txc_rotary_embedding(x, c, sn);
+            assert_non_null(want);
+            assert_non_null(got);
+            assert_int_equal(txc_tensor_dtype(got), txc_tensor_dtype(want));
+            int64_t n = txc_tensor_numel(want);
+            float *a = malloc(sizeof(float) * (size_t)n), *b = malloc(sizeof(float) * (size_t)n);
+            assert_int_equal(txc_tensor_copy_to_f32(got, a, n), TXC_OK);
+            assert_int_equal(txc_tensor_copy_to_f32(want, b, n), TXC_OK);
+            assert_memory_equal(a, b, sizeof(float) * (size_t)n);
+            free(a), free(b);
+            txc_env_scope_end(txc_env_active(), mark);
+        }
+}
+
 static void test_errors_rotary(void **state)
 {
     (void)state;
@@ -586,6 +616,7 @@ int main(void)
         cmocka_unit_test(test_errors_nn),
         cmocka_unit_test(test_errors_sdpa),
         cmocka_unit_test(test_errors_rotary),
+        cmocka_unit_test(test_rotary_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

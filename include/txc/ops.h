@@ -216,7 +216,8 @@ txc_tensor *txc_causal_attention(txc_tensor *q, txc_tensor *k, txc_tensor *v, tx
  * Hugging Face checkpoints), in one kernel. x (..., d) float, d even; cos
  * and sin float, broadcastable to x's shape (e.g. (B, 1, L, d) for x
  * (B, H, L, d)); result x's shape in the promoted dtype, computed in
- * float32 with each product rounded as the separate torch ops round it.
+ * float32 with each product rounded to that dtype as the separate torch
+ * ops round it (the bits of x * cos + rotate_half(x) * sin).
  * Errors: TXC_ERR_INVALID for an odd last dim, non-float inputs, or cos/sin
  * that do not broadcast to x. */
 txc_tensor *txc_rotary_embedding(txc_tensor *x, txc_tensor *cos, txc_tensor *sin);

@@ -699,6 +699,12 @@ static void gemm_task(void *ctx, int64_t t)
                        j->ldc);
 }
 
+/* Workers free their kernel scratch when they exit (the portable kernels
+ * take a scratch row for half-precision weights, on whichever thread runs
+ * the chunk). */
+static pthread_once_t exit_hook_once = PTHREAD_ONCE_INIT;
+static void set_exit_hook(void) { txc_threads_set_worker_exit(txc_scratch_free_all); }
+
 /* ---- grouped GEMV: the parts' rows in one index space, each part padded
  * to a multiple of 16 rows so that chunks (multiples of 16) start on the
  * row tiles a single call would use ------------------------------------------------- */
@@ -753,11 +759,10 @@ void txc_kern_gemv_group(int n_parts, const txc_gemv_part *parts, int64_t K, con
     j.start[n_parts] = rows;
     int64_t chunk = (rows + threads * GEMV_CHUNKS - 1) / (threads * GEMV_CHUNKS);
     j.chunk = round16(chunk);
+    pthread_once(&exit_hook_once, set_exit_hook);
     txc_parallel_for_dynamic((rows + j.chunk - 1) / j.chunk, gemv_group_task, &j);
 }
 
-static pthread_once_t exit_hook_once = PTHREAD_ONCE_INIT;
-static void set_exit_hook(void) { txc_threads_set_worker_exit(txc_scratch_free_all); }
 
 static void gemm(bool nn, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B, txc_dtype bdt,
                  int64_t ldb, float *C, int64_t ldc)
@@ -774,10 +779,11 @@ static void gemm(bool nn, int64_t M, int64_t N, int64_t K, const float *A, int64
     if (!nn && M == 1 && threads > 1 && (double)N * (double)K >= PAR_MIN_MACS && N >= 2 * align) {
         /* The decode GEMV streams the weight once: chunks of rows taken on
          * demand (GEMV_CHUNKS per thread), so a core that shares the memory
-         * bus or its time with another process does less of it. It uses no
-         * scratch, so any thread may run any chunk. */
+         * bus or its time with another process does less of it. Any thread
+         * may run any chunk (the portable kernel's scratch row is per thread). */
         int64_t chunk = (N + threads * GEMV_CHUNKS - 1) / (threads * GEMV_CHUNKS);
         chunk = (chunk + align - 1) / align * align;
+        pthread_once(&exit_hook_once, set_exit_hook);
         gemm_job j = {nn, M, N, K, chunk, A, lda, ldb, ldc, B, bdt, C};
         txc_parallel_for_dynamic((N + chunk - 1) / chunk, gemm_task, &j);
         return;

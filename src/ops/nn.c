@@ -560,8 +560,19 @@ static txc_status cpu_triu(txc_tensor *out, txc_tensor *const *in, int n_in, con
  * transformers' apply_rotary_pos_emb for one tensor: x * cos + rotate_half(x)
  * * sin, rotate_half(x) = cat(-x[..., d/2:], x[..., :d/2]), in one pass
  * (the composition is four kernels: neg, cat, and the fused mul/add). Every
- * product and the sum are rounded to float32 as the separate ops round
- * them (ISO C: no contraction into FMA), so the bits are the composition's. */
+ * product and the sum are rounded to the result's dtype as the separate ops
+ * round them (float32; bfloat16/float16 when every input is half; ISO C: no
+ * contraction into FMA), so the bits are the composition's. */
+
+/* v rounded to dt (float32: unchanged). */
+static float round_to_dtype(txc_dtype dt, float v)
+{
+    if (dt == TXC_F32)
+        return v;
+    unsigned char b[8];
+    txc_dtype_store(dt, b, 0, (double)v);
+    return (float)txc_dtype_load(dt, b, 0);
+}
 
 static txc_status infer_rotary(txc_tensor *const *in, int n_in, const txc_op_attrs *a, txc_meta *m)
 {
@@ -629,7 +640,7 @@ static txc_status cpu_rotary(txc_tensor *out, txc_tensor *const *in, int n_in, c
             float xr = (float)txc_dtype_load(x->dtype, xp, (size_t)(xo + (i < h ? i + h : i - h) * xs));
             float c = (float)txc_dtype_load(in[1]->dtype, cp, (size_t)(co + i * ct));
             float s = (float)txc_dtype_load(in[2]->dtype, sp, (size_t)(so + i * st));
-            float p = xi * c, q = xr * s;
+            float p = round_to_dtype(out->dtype, xi * c), q = round_to_dtype(out->dtype, xr * s);
             txc_dtype_store(out->dtype, op, (size_t)(r * d + i), (double)(i < h ? p - q : p + q));
         }
     }

@@ -72,6 +72,9 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <unistd.h>
 
 
@@ -327,9 +330,14 @@ static double measure_fresh_copy(size_t bytes, int passes)
 #define MEMBW_PASSES 5
 
 /* Reset the peak RSS (VmHWM) to the current RSS: "5" to /proc/self/clear_refs
- * (Linux >= 4.0). False where that is refused. */
+ * (Linux >= 4.0), after handing the memory that earlier rows freed back to
+ * the system (glibc keeps freed heap memory: the next row's peak would start
+ * from it). False where the reset is refused. */
 static bool reset_peak_rss(void)
 {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
     FILE *f = fopen("/proc/self/clear_refs", "w");
     if (!f)
         return false;
@@ -827,8 +835,13 @@ static void print_table(const bench_info *bi, const bench_row *rows, int n, bool
         const bench_row *r = &rows[i];
         if (!r->n_prof)
             continue;
-        printf("%s decode step, kernel time by op (%.1f ms over %lld steps):", r->mode->name, r->prof_total_ms,
-               (long long)(r->n_new > 1 ? r->n_new - 1 : 0));
+        char label[40];
+        if (bi->n_loads > 1)
+            snprintf(label, sizeof label, "%s/%s", r->mode->name, row_weights(bi, r));
+        else
+            snprintf(label, sizeof label, "%s", r->mode->name);
+        printf("%s decode step, kernel time by op (%.1f ms over %lld steps; the %d largest):", label,
+               r->prof_total_ms, (long long)(r->n_new > 1 ? r->n_new - 1 : 0), r->n_prof);
         for (int k = 0; k < r->n_prof; k++)
             printf("%s %s %.1f%%", k ? "," : "", r->prof[k].op,
                    r->prof_total_ms > 0 ? 100.0 * r->prof[k].ms / r->prof_total_ms : 0.0);
