@@ -236,16 +236,32 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* `bytes` (a multiple of 2 MiB) aligned to 2 MiB, advised huge pages; NULL
+ * on out-of-memory. */
+static void *huge_alloc(size_t bytes)
+{
+    void *p = aligned_alloc(1 << 21, bytes);
+#ifdef MADV_HUGEPAGE
+    if (p)
+        madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+/* The median of v[0..n) (sorts v), n > 0. */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* GB/s of a streaming read of `bytes` on every thread: median of `passes`
  * after one warm-up pass; 0 on out-of-memory. */
 static double measure_membw(size_t bytes, int passes)
 {
-    uint64_t *buf = aligned_alloc(1 << 21, bytes);
+    uint64_t *buf = huge_alloc(bytes);
     if (!buf)
         return 0;
-#ifdef MADV_HUGEPAGE
-    madvise(buf, bytes, MADV_HUGEPAGE);
-#endif
     for (size_t i = 0; i < bytes / 8; i++)
         buf[i] = i;
     static membw_ctx c;
@@ -268,8 +284,7 @@ static double measure_membw(size_t bytes, int passes)
     free(buf);
     if (check == 1) /* (keeps the sums alive) */
         fprintf(stderr, " ");
-    qsort(gbps, (size_t)passes, sizeof *gbps, cmp_double);
-    return passes % 2 ? gbps[passes / 2] : (gbps[passes / 2 - 1] + gbps[passes / 2]) / 2;
+    return median(gbps, passes);
 }
 
 /* The reference for the weights' copy (--no-mmap): GB/s of a memcpy of
@@ -294,23 +309,17 @@ static void copy_task(void *ctx, int64_t t)
 
 static double measure_fresh_copy(size_t bytes, int passes)
 {
-    char *src = aligned_alloc(1 << 21, bytes);
+    char *src = huge_alloc(bytes);
     if (!src)
         return 0;
-#ifdef MADV_HUGEPAGE
-    madvise(src, bytes, MADV_HUGEPAGE);
-#endif
     memset(src, 1, bytes);
     double gbps[16];
     passes = passes > 16 ? 16 : passes;
     int done = 0;
     for (int p = 0; p < passes; p++) {
-        char *dst = aligned_alloc(1 << 21, bytes);
+        char *dst = huge_alloc(bytes);
         if (!dst)
             break;
-#ifdef MADV_HUGEPAGE
-        madvise(dst, bytes, MADV_HUGEPAGE);
-#endif
         copy_ctx c = {src, dst, bytes, txc_threads_get()};
         double t0 = txc_cli_now_ms();
         txc_parallel_for(c.n_tasks, copy_task, &c);
@@ -320,10 +329,7 @@ static double measure_fresh_copy(size_t bytes, int passes)
         free(dst);
     }
     free(src);
-    if (!done)
-        return 0;
-    qsort(gbps, (size_t)done, sizeof *gbps, cmp_double);
-    return done % 2 ? gbps[done / 2] : (gbps[done / 2 - 1] + gbps[done / 2]) / 2;
+    return done ? median(gbps, done) : 0;
 }
 
 #define MEMBW_BYTES ((size_t)1 << 30)
