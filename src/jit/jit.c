@@ -352,13 +352,21 @@ static bool joins(const txc_graph *g, const int *mem, int k, const txc_node *m)
     return true;
 }
 
+/* One row of input: the GEMV a group runs as one job (prefill's GEMMs are
+ * split by columns already, one meeting of the threads each). */
+static bool single_row(const txc_graph *g, int v)
+{
+    const txc_value *x = &g->values[v];
+    return x->ndim > 0 && txc_shape_numel(x->ndim, x->shape) == x->shape[x->ndim - 1];
+}
+
 static void find_groups(txc_plan *p)
 {
     const txc_graph *g = p->graph;
     for (int e = 0; e < p->n_exec;) {
         const txc_node *n = &g->nodes[p->exec[e]];
         int k = 1;
-        if (n->op == TXC_OP_LINEAR && !n->fused && !(n->attrs.flags & TXC_ATTR_RESIDUAL) &&
+        if (n->op == TXC_OP_LINEAR && !n->fused && !(n->attrs.flags & TXC_ATTR_RESIDUAL) && single_row(g, n->in[0]) &&
             arena_range(g, n->out, &(int64_t){0}, &(int64_t){0}))
             while (e + k < p->n_exec && joins(g, &p->exec[e], k, &g->nodes[p->exec[e + k]]))
                 k++;
