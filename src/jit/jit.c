@@ -306,8 +306,6 @@ static txc_graph *trace(txc_jit *jit, txc_tensor *const *in, int n, const void *
  * is safe when its output shares no arena bytes with another member's
  * output or with any member's input: nothing else runs in between. */
 
-#define JIT_GROUP_MAX 8
-
 /* The arena byte range of value v's buffer; false if it is not in the arena. */
 static bool arena_range(const txc_graph *g, int v, int64_t *lo, int64_t *hi)
 {
@@ -330,7 +328,7 @@ static bool joins(const txc_graph *g, const int *mem, int k, const txc_node *m)
 {
     const txc_node *lead = &g->nodes[mem[0]];
     if (m->op != TXC_OP_LINEAR || m->fused || (m->attrs.flags & TXC_ATTR_RESIDUAL) || m->in[0] != lead->in[0] ||
-        k >= JIT_GROUP_MAX)
+        k >= TXC_LINEAR_GROUP_MAX)
         return false;
     int64_t lo, hi;
     if (!arena_range(g, m->out, &lo, &hi))
@@ -614,9 +612,9 @@ static txc_status run(txc_jit *jit, txc_plan *p, txc_tensor *const *in)
         const double t0 = prof ? now_ms() : 0;
         if (p->group[e] > 1) {
             int k = p->group[e];
-            txc_tensor *outs[JIT_GROUP_MAX];
-            txc_tensor *const *argvs[JIT_GROUP_MAX];
-            const txc_op_attrs *attrs[JIT_GROUP_MAX];
+            txc_tensor *outs[TXC_LINEAR_GROUP_MAX];
+            txc_tensor *const *argvs[TXC_LINEAR_GROUP_MAX];
+            const txc_op_attrs *attrs[TXC_LINEAR_GROUP_MAX];
             for (int i = 0; i < k; i++) {
                 const txc_node *m = &g->nodes[p->exec[e + i]];
                 outs[i] = &p->hdr[m->out];

@@ -709,12 +709,11 @@ static void set_exit_hook(void) { txc_threads_set_worker_exit(txc_scratch_free_a
  * to a multiple of 16 rows so that chunks (multiples of 16) start on the
  * row tiles a single call would use ------------------------------------------------- */
 
-#define GROUP_MAX 8
 
 typedef struct gemv_group_job {
     int n;
-    txc_gemv_part parts[GROUP_MAX];
-    int64_t start[GROUP_MAX + 1]; /* padded row offset of each part */
+    txc_gemv_part parts[TXC_LINEAR_GROUP_MAX];
+    int64_t start[TXC_LINEAR_GROUP_MAX + 1]; /* padded row offset of each part */
     int64_t K, chunk;
     const float *A;
 } gemv_group_job;
@@ -743,7 +742,7 @@ void txc_kern_gemv_group(int n_parts, const txc_gemv_part *parts, int64_t K, con
     double macs = 0;
     for (int i = 0; i < n_parts; i++)
         macs += (double)parts[i].N * (double)K;
-    if (n_parts > GROUP_MAX || threads <= 1 || K <= 0 || macs < PAR_MIN_MACS) {
+    if (n_parts > TXC_LINEAR_GROUP_MAX || threads <= 1 || K <= 0 || macs < PAR_MIN_MACS) {
         for (int i = 0; i < n_parts; i++)
             txc_kern_gemm_nt(1, parts[i].N, K, A, K, parts[i].B, parts[i].bdt, parts[i].ldb, parts[i].C,
                              parts[i].N);
@@ -1169,7 +1168,8 @@ txc_status txc_ops_linear_group(int n, txc_tensor *const *outs, txc_tensor *cons
 {
     const txc_tensor *x = args[0][0];
     int64_t K = x->ndim > 0 ? x->shape[x->ndim - 1] : 0;
-    bool fast = n <= GROUP_MAX && x->dtype == TXC_F32 && x->numel == K && K > 1 && txc_tensor_is_contiguous(x);
+    bool fast = n <= TXC_LINEAR_GROUP_MAX && x->dtype == TXC_F32 && x->numel == K && K > 1 &&
+                txc_tensor_is_contiguous(x);
     for (int i = 0; fast && i < n; i++) {
         const txc_tensor *w = args[i][1];
         fast = args[i][0] == x && outs[i]->dtype == TXC_F32 && txc_tensor_is_contiguous(outs[i]) && w->ndim == 2 &&
@@ -1183,7 +1183,7 @@ txc_status txc_ops_linear_group(int n, txc_tensor *const *outs, txc_tensor *cons
         }
         return TXC_OK;
     }
-    txc_gemv_part parts[GROUP_MAX] = {{0}};
+    txc_gemv_part parts[TXC_LINEAR_GROUP_MAX] = {{0}};
     for (int i = 0; i < n; i++) {
         const txc_tensor *w = args[i][1];
         parts[i] = (txc_gemv_part){txc_impl_data(w), w->dtype, w->shape[0], w->strides[0],

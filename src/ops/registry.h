@@ -110,6 +110,8 @@ typedef struct txc_op_def {
 
 /* The table, indexed by txc_op_id. */
 const txc_op_def *txc_op_get(txc_op_id id);
+/* Linears txc_ops_linear_group runs as one job, at most. */
+#define TXC_LINEAR_GROUP_MAX 8
 /* Run n aten::linear calls that share their input x (args[i] = {x, w_i[,
  * b_i]}, attrs[i] their attrs; outs[i] preallocated as the op's inference
  * gives) — the compiled plan's sibling projections. A single vector x
