@@ -162,6 +162,27 @@ fi
 grep -qE "^weights: copy, .*GB/s, (huge|small) pages, [0-9.]+ of a memcpy into fresh memory\); load" "$tmp/bw" \
   && grep -qE "^memory: a memcpy of 1 GiB into freshly allocated huge-page memory [0-9.]+ GB/s" "$tmp/bw" \
   && ok "--membw table: the copy against a fresh-memory memcpy" || bad "--membw table: $(cat "$tmp/bw")"
+"$TXC" bench --synthetic stories260k --new-tokens 4 --modes eager-static --profile >"$tmp/prof" 2>&1
+grep -q "^note: --profile: no row ran a compiled decode step" "$tmp/prof" && ok "--profile without a compiled row says so" \
+  || bad "--profile eager only: $(cat "$tmp/prof")"
+# jit-none compiles at every step: its prefill GFLOP/s counts the prefill's compilation only (it was 0 or
+# far above the peak when every step's compile time was taken off the prefill)
+"$TXC" bench --synthetic stories260k --new-tokens 8 --prompt-tokens 64 --modes jit-static,jit-none --no-compile-cache \
+  --json >"$tmp/jn" 2>&1
+rc=$?
+if ! command -v python3 >/dev/null; then
+  ok "jit-none prefill check skipped (no python3)"
+elif [ $rc -eq 0 ] && python3 - "$tmp/jn" <<'PY'
+import json, sys
+r = {x["mode"]: x for x in json.load(open(sys.argv[1]))["rows"]}
+a, b = r["jit-static"]["prefill_gflops"], r["jit-none"]["prefill_gflops"]
+assert a > 0 and b > 0 and 0.1 < b / a < 10, (a, b)
+PY
+then
+  ok "jit-none prefill GFLOP/s of the order of jit-static's"
+else
+  bad "jit-none prefill GFLOP/s: rc $rc $(cat "$tmp/jn")"
+fi
 "$TXC" bench --synthetic Qwen/Qwen2.5-0.5B --help >/dev/null 2>&1 && ok "--help" || bad "--help"
 
 # The baseline limit: eager-none stops early (after at least 2 tokens) and says so.

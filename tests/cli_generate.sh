@@ -63,8 +63,18 @@ copy_model() { rm -rf "$tmp/m"; mkdir "$tmp/m"; cp "$MODEL"/*.json "$MODEL"/mode
 expect_error "missing folder" "does not exist" "$TXC" generate --model "$tmp/no-such-model"
 expect_error "prompt as long as --max-cache-len" "as many as max_cache_len 5" "$TXC" generate --model "$MODEL" \
   --prompt "Once upon a time" --max-cache-len 5
-expect_error "TXC_THREADS not a number" "TXC_THREADS must be a positive integer" env TXC_THREADS=abc "$TXC" generate --model "$MODEL"
-expect_error "TXC_THREADS zero" "TXC_THREADS must be a positive integer" env TXC_THREADS=0 "$TXC" generate --model "$MODEL"
+expect_error "TXC_THREADS not a number" "TXC_THREADS must be an integer from 1 to 256" env TXC_THREADS=abc "$TXC" generate --model "$MODEL"
+expect_error "TXC_THREADS zero" "TXC_THREADS must be an integer from 1 to 256" env TXC_THREADS=0 "$TXC" generate --model "$MODEL"
+expect_error "TXC_THREADS above 256" "TXC_THREADS must be an integer from 1 to 256" env TXC_THREADS=300 "$TXC" generate --model "$MODEL"
+# The stop note advises a larger --max-cache-len only where the cache can grow.
+"$TXC" generate --model "$MODEL" --prompt "Once upon a time" --max-cache-len 8 --max-new-tokens 20 >/dev/null 2>"$tmp/note8"
+grep -q "^txc: note: generation stopped at max_cache_len (8 tokens); raise --max-cache-len$" "$tmp/note8" \
+  && ok "stop note: raise --max-cache-len" || bad "stop note at 8: $(cat "$tmp/note8")"
+"$TXC" generate --model "$MODEL" --prompt "$(printf 'a %.0s' $(seq 507))" --max-cache-len 600 --max-new-tokens 5 \
+  >/dev/null 2>"$tmp/note512"
+grep -q "^txc: note: generation stopped at max_cache_len (512 tokens), the model's max_position_embeddings$" \
+  "$tmp/note512" && ok "stop note at max_position_embeddings: no advice to raise the cache" \
+  || bad "stop note at 512: $(cat "$tmp/note512")"
 expect_error "TXC_SIMD_LEVEL out of range" "TXC_SIMD_LEVEL must be 0" env TXC_SIMD_LEVEL=9 "$TXC" generate --model "$MODEL"
 copy_model; rm "$tmp/m/model.safetensors"
 expect_error "missing model.safetensors" "model.safetensors" "$TXC" generate --model "$tmp/m"

@@ -86,6 +86,7 @@ typedef struct txc_generate_result {
     /* compiled steps only (zero when eager): */
     int64_t prefill_compilations, decode_compilations; /* plans compiled during this call */
     double compile_ms;          /* time spent tracing + compiling during this call */
+    double prefill_compile_ms;  /* ...of which during the prefill (part of prefill_ms) */
     int64_t rng_counter;        /* the RNG state's counter at the end (uniforms drawn; 0 when greedy) */
     /* The prompt's ids whose keys and values came from a session's cache
      * (txc_generator_session_run; 0 otherwise) and those run through the

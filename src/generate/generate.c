@@ -519,6 +519,7 @@ static txc_status run(txc_generator *gen, txc_generator_session *sess, const int
         return s ? s : TXC_ERR_INTERNAL;
     }
     txc_jit_stats before[2] = {txc_jit_get_stats(gen->jit[0]), txc_jit_get_stats(gen->jit[1])};
+    double prefill_compile_ms = 0;
 
     int64_t n = n_input, fed = reused; /* ids[0, fed) are in the cache */
     double t0 = now_ms(), t_first = t0;
@@ -538,8 +539,11 @@ static txc_status run(txc_generator *gen, txc_generator_session *sess, const int
         ids[n++] = next;
         if (seen && next < c->vocab_size)
             ((unsigned char *)txc_tensor_data_ptr(seen))[next] = 1;
-        if (n == n_input + 1)
+        if (n == n_input + 1) {
             t_first = now_ms();
+            prefill_compile_ms = txc_jit_get_stats(gen->jit[0]).compile_ms - before[0].compile_ms +
+                                 txc_jit_get_stats(gen->jit[1]).compile_ms - before[1].compile_ms;
+        }
         bool stop = false;
         for (int i = 0; i < o->n_eos; i++)
             stop |= next == o->eos_token_id[i];
@@ -597,6 +601,7 @@ static txc_status run(txc_generator *gen, txc_generator_session *sess, const int
     r->prefill_compilations = (int64_t)(after[0].misses - before[0].misses);
     r->decode_compilations = (int64_t)(after[1].misses - before[1].misses);
     r->compile_ms = after[0].compile_ms - before[0].compile_ms + after[1].compile_ms - before[1].compile_ms;
+    r->prefill_compile_ms = prefill_compile_ms;
     r->rng_counter = rng_counter;
     return TXC_OK;
 }

@@ -490,8 +490,8 @@ static txc_status run_mode(txc_model *model, const bench_mode *mode, const int32
     double total_ms = txc_cli_now_ms() - lim.start_ms;
     if (s == TXC_OK) {
         int64_t n_decode = res.n_new > 1 ? res.n_new - 1 : 0;
-        double decode_compile_ms = mode->jit ? txc_generator_jit_stats(gen, 1).compile_ms : 0;
-        row->prefill_compile_ms = mode->jit ? txc_generator_jit_stats(gen, 0).compile_ms : 0;
+        double decode_compile_ms = res.compile_ms - res.prefill_compile_ms; /* (either jit may compile per step) */
+        row->prefill_compile_ms = res.prefill_compile_ms; /* (jit-none compiles at every step: not all of it) */
         row->n_new = res.n_new;
         row->capped = lim.hit;
         row->total_s = total_ms / 1e3;
@@ -555,6 +555,7 @@ typedef struct bench_info {
     int threads;
     double membw_gbps; /* 0: not measured */
     double fresh_copy_gbps; /* a memcpy into fresh memory (measure_fresh_copy), 0: not measured */
+    const char *profile_note; /* --profile with no row that has a compiled decode step: says so */
     const char *compile_cache; /* the folder, NULL: off */
     txc_peak peak;             /* the float32 FMA peak, measured in this run */
     size_t llc_bytes;          /* last-level cache, 0: unknown */
@@ -651,6 +652,8 @@ static void print_json(const bench_info *bi, const bench_row *rows, int n, bool 
     cJSON *notes = cJSON_AddArrayToObject(j, "notes");
     if (bi->synthetic && bi->synthetic->differs)
         cJSON_AddItemToArray(notes, cJSON_CreateString(bi->synthetic->differs));
+    if (bi->profile_note)
+        cJSON_AddItemToArray(notes, cJSON_CreateString(bi->profile_note));
     cJSON_AddBoolToObject(j, "tokens_agree", agree);
     cJSON_AddStringToObject(j, "reference_mode", rows[ref].mode->name);
     cJSON *ids = cJSON_AddArrayToObject(j, "reference_ids");
@@ -837,6 +840,8 @@ static void print_table(const bench_info *bi, const bench_row *rows, int n, bool
     printf("(bound: weights + KV cache + 64 MiB; peak RSS of each row's generation%s)\n",
            bi->loads[0].hwm_reset ? "" : ", here since the process started: the kernel refused the reset");
     printf("\n");
+    if (bi->profile_note)
+        printf("note: %s\n", bi->profile_note);
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
         if (!r->n_prof)
@@ -1254,6 +1259,11 @@ int txc_cmd_bench(int argc, char **argv)
         }
     }
     n_modes = done; /* the rows from here on */
+    bool profiled = false;
+    for (int i = 0; i < n_modes; i++)
+        profiled |= rows[i].n_prof > 0;
+    if (profile && !profiled)
+        bi.profile_note = "--profile: no row ran a compiled decode step (jit-static or jit-dynamic), nothing to profile";
     if (rc == 0 && membw) {
         if (progress)
             fprintf(stderr, "bench: memory bandwidth...\n");

@@ -13,6 +13,7 @@
  */
 #include "txc/generate.h"
 #include "txc/model.h"
+#include "txc/threads.h"
 #include "txc/tokenizer.h"
 #include "tools/bench_cmd.h"
 #include "tools/chat_cmd.h"
@@ -253,10 +254,15 @@ static int cmd_generate(int argc, char **argv)
             rc = EXIT_ERROR;
         }
         if (!sc.stopped && res.stop_reason && (strcmp(res.stop_reason, "max_cache_len") == 0 ||
-                                               strcmp(res.stop_reason, "max_position_embeddings") == 0))
-            fprintf(stderr, "txc: note: generation stopped at %s (%lld tokens)%s\n", res.stop_reason,
-                    (long long)(n_ids + (size_t)res.n_new),
-                    strcmp(res.stop_reason, "max_cache_len") == 0 ? "; raise --max-cache-len" : "");
+                                               strcmp(res.stop_reason, "max_position_embeddings") == 0)) {
+            /* a cache already at max_position_embeddings cannot grow: no advice to raise it */
+            const int64_t seq = (int64_t)n_ids + res.n_new;
+            const bool can_grow = strcmp(res.stop_reason, "max_cache_len") == 0 && seq < txc_model_max_positions(model);
+            fprintf(stderr, "txc: note: generation stopped at %s (%lld tokens)%s\n", res.stop_reason, (long long)seq,
+                    can_grow ? "; raise --max-cache-len"
+                             : strcmp(res.stop_reason, "max_cache_len") == 0 ? ", the model's max_position_embeddings"
+                                                                             : "");
+        }
         if (verbose) {
             int64_t n_decode = res.n_new > 1 ? res.n_new - 1 : 0;
             txc_cli_print_load(stderr, model, load_ms);
@@ -335,8 +341,9 @@ static bool env_ok(void)
     if (t && *t) {
         char *end;
         long v = strtol(t, &end, 10);
-        if (*end || v < 1) {
-            fprintf(stderr, "txc: TXC_THREADS must be a positive integer (got '%s'); unset it for the default\n", t);
+        if (*end || v < 1 || v > TXC_MAX_THREADS) {
+            fprintf(stderr, "txc: TXC_THREADS must be an integer from 1 to %d (got '%s'); unset it for the default\n",
+                    TXC_MAX_THREADS, t);
             return false;
         }
     }
