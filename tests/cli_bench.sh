@@ -207,13 +207,30 @@ expect_error "unknown mode" "unknown mode 'jit-fast' in --modes (known: eager-no
   "$TXC" bench --synthetic stories260k --modes jit-static,jit-fast
 expect_error "mode twice" "listed twice" "$TXC" bench --synthetic stories260k --modes jit-static,jit-static
 expect_error "empty mode" "unknown mode ''" "$TXC" bench --synthetic stories260k --modes jit-static,
-expect_error "bad --new-tokens" "--new-tokens expects an integer >= 1, got 'ten'" \
+expect_error "bad --new-tokens" "--new-tokens expects an integer from 1 to 2147483647, got 'ten'" \
   "$TXC" bench --synthetic stories260k --new-tokens ten
-expect_error "zero --new-tokens" "--new-tokens expects an integer >= 1" \
+expect_error "zero --new-tokens" "--new-tokens 0 is out of range (an integer from 1 to 2147483647)" \
   "$TXC" bench --synthetic stories260k --new-tokens 0
+expect_error "--new-tokens near INT64_MAX: a range error" "--new-tokens 9223372036854775807 is out of range" \
+  "$TXC" bench --synthetic stories260k --new-tokens 9223372036854775807
+# --prompt-tokens is checked before anything is sized by it: 2^62 (4 N bytes wraps) and 10^9
+# (4 GB; under a 1 GB address-space limit where the build allows one) give the range errors.
+expect_error "--prompt-tokens 2^62: a range error" "--prompt-tokens 4611686018427387904 is out of range" \
+  "$TXC" bench --synthetic stories260k --prompt-tokens 4611686018427387904
+if ldd "$TXC" 2>/dev/null | grep -q libasan; then
+  expect_error "--prompt-tokens 10^9: checked first" "exceed max_position_embeddings 512" \
+    "$TXC" bench --synthetic stories260k --prompt-tokens 1000000000
+else
+  expect_error "--prompt-tokens 10^9: checked before any allocation (1 GB limit)" \
+    "the prompt + new tokens (1000000256) exceed max_position_embeddings 512" \
+    sh -c 'ulimit -v 1000000 && exec "$@"' _ "$TXC" bench --synthetic stories260k --prompt-tokens 1000000000
+  expect_error "--prompt-tokens 10^9 with --model: checked before any allocation (1 GB limit)" \
+    "the prompt + new tokens (1000000256) exceed max_position_embeddings 512" \
+    sh -c 'ulimit -v 1000000 && exec "$@"' _ "$TXC" bench --model "$MODEL" --prompt-tokens 1000000000
+fi
 expect_error "--threads above TXC_MAX_THREADS" "--threads expects an integer from 1 to 256 (TXC_MAX_THREADS), got '1000'" \
   "$TXC" bench --synthetic stories260k --threads 1000
-expect_error "bad --prompt-tokens" "--prompt-tokens expects" "$TXC" bench --synthetic stories260k --prompt-tokens -3
+expect_error "bad --prompt-tokens" "--prompt-tokens -3 is out of range" "$TXC" bench --synthetic stories260k --prompt-tokens -3
 expect_error "bad --baseline-limit" "--baseline-limit expects a number of seconds >= 0, got '-1'" \
   "$TXC" bench --synthetic stories260k --baseline-limit -1
 expect_error "bad --max-cache-len" "--max-cache-len expects" "$TXC" bench --synthetic stories260k --max-cache-len 1x

@@ -125,8 +125,26 @@ chat --model "$tmp/tl" --do-sample --seed 7 >"$tmp/s1" 2>&1 && chat --model "$tm
 
 # --- bad input: one line on stderr, exit status 2 ------------------------------
 expect_error "model without a chat template" "has no chat_template" "$TXC" chat --model "$MODEL"
-expect_error "--max-cache-len too small for the first turn" "start a new chat or pass a larger --max-cache-len" \
+expect_error "--max-cache-len too small for the first turn: the prompt is too long" \
+  "the prompt is too long: the first turn renders to .* tokens, with a reply more than max_cache_len 20; shorten it or pass a larger --max-cache-len" \
   chat --model "$tmp/tl" --max-cache-len 20
+long=$(printf 'a %.0s' $(seq 600))
+for mode in static dynamic none; do
+  expect_error "a first turn longer than max_position_embeddings (--cache $mode): the prompt is too long" \
+    "the prompt is too long: the first turn renders to .* tokens, with a reply more than max_position_embeddings 512; shorten it$" \
+    sh -c 'printf "%s\n" "$1" | "$2" chat --model "$3" --no-compile-cache --cache "$4"' _ "$long" "$TXC" "$tmp/tl" "$mode"
+done
+expect_error "--max-new-tokens near INT64_MAX: a range error" "--max-new-tokens 9223372036854775807 is out of range" \
+  "$TXC" chat --model "$tmp/tl" --max-new-tokens 9223372036854775807
+printf 'Hi\n' | "$TXC" chat --model "$tmp/tl" --no-compile-cache --max-new-tokens 2 --cache dynamic --max-cache-len 64 \
+  >/dev/null 2>"$tmp/ign"
+grep -q "^txc: warning: --max-cache-len is ignored with --cache dynamic" "$tmp/ign" \
+  && ok "--max-cache-len with --cache dynamic: says it is ignored" || bad "--max-cache-len ignored: $(cat "$tmp/ign")"
+printf 'Hi\n' | "$TXC" chat --model "$tmp/tl" --no-compile-cache --max-new-tokens 2 --max-cache-len 900 --verbose \
+  >/dev/null 2>"$tmp/clamp"
+grep -q "^txc: note: --max-cache-len 900 is more than max_position_embeddings 512: the cache holds 512 tokens" \
+  "$tmp/clamp" && grep -q "^cache: static (max_cache_len 512)" "$tmp/clamp" \
+  && ok "--max-cache-len above max_position_embeddings: says it is cut" || bad "clamp note: $(cat "$tmp/clamp")"
 expect_error "--max-cache-len too small for the second turn" "exceeds max_cache_len 60" \
   chat --model "$tmp/tl" --max-cache-len 60
 grep -q . "$tmp/o" && ok "the first turn's reply was printed before the error" || bad "no first reply"

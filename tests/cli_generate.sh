@@ -75,6 +75,29 @@ grep -q "^txc: note: generation stopped at max_cache_len (8 tokens); raise --max
 grep -q "^txc: note: generation stopped at max_cache_len (512 tokens), the model's max_position_embeddings$" \
   "$tmp/note512" && ok "stop note at max_position_embeddings: no advice to raise the cache" \
   || bad "stop note at 512: $(cat "$tmp/note512")"
+# A prompt of exactly max_position_embeddings tokens: the same answer in every cache mode.
+p512=$(printf 'a %.0s' $(seq 510)) # 512 tokens with the BOS
+for cache in static dynamic none; do
+  expect_error "prompt of max_position_embeddings tokens (--cache $cache)" \
+    "the prompt has 512 tokens, as many as max_position_embeddings 512 (no room for a new token)" \
+    "$TXC" generate --model "$MODEL" --prompt "$p512" --cache "$cache" --verbose
+done
+expect_error "--max-new-tokens near INT64_MAX: a range error naming the flag" \
+  "--max-new-tokens 9223372036854775807 is out of range (an integer from 1 to 2147483647)" \
+  "$TXC" generate --model "$MODEL" --max-new-tokens 9223372036854775807
+expect_error "--max-new-tokens past int64" "--max-new-tokens 99999999999999999999 is out of range" \
+  "$TXC" generate --model "$MODEL" --max-new-tokens 99999999999999999999
+for cache in dynamic none; do
+  "$TXC" generate --model "$MODEL" --prompt "Once upon a time" --max-new-tokens 3 --cache $cache --max-cache-len 8 \
+    >/dev/null 2>"$tmp/ign"
+  [ "$(cat "$tmp/ign")" = "txc: warning: --max-cache-len is ignored with --cache $cache (only the static cache has a set length)" ] \
+    && ok "--max-cache-len with --cache $cache: says it is ignored" || bad "--cache $cache --max-cache-len: $(cat "$tmp/ign")"
+done
+"$TXC" generate --model "$MODEL" --prompt "Once upon a time" --max-new-tokens 3 --max-cache-len 600 --verbose \
+  >/dev/null 2>"$tmp/clamp"
+grep -q "^txc: note: --max-cache-len 600 is more than max_position_embeddings 512: the cache holds 512 tokens$" \
+  "$tmp/clamp" && grep -q "^cache: static (max_cache_len 512)" "$tmp/clamp" \
+  && ok "--max-cache-len above max_position_embeddings: says it is cut" || bad "clamp note: $(cat "$tmp/clamp")"
 expect_error "TXC_SIMD_LEVEL out of range" "TXC_SIMD_LEVEL must be 0" env TXC_SIMD_LEVEL=9 "$TXC" generate --model "$MODEL"
 copy_model; rm "$tmp/m/model.safetensors"
 expect_error "missing model.safetensors" "model.safetensors" "$TXC" generate --model "$tmp/m"

@@ -405,6 +405,38 @@ static void test_prompt_too_long(void **state)
     txc_model_free(m);
 }
 
+/* A prompt of exactly max_position_embeddings ids gets the same answer in
+ * every cache kind (no room for a new token), and a max_new_tokens of
+ * INT64_MAX is cut at the positions without overflowing (UBSan). */
+static void test_sequence_limits(void **state)
+{
+    (void)state;
+    txc_model *m = NULL;
+    assert_int_equal(txc_model_load(model_dir(), NULL, &m), TXC_OK);
+    int32_t ids[512];
+    for (int i = 0; i < 512; i++)
+        ids[i] = 300 + i % 100;
+    const txc_cache_kind kinds[] = {TXC_CACHE_STATIC, TXC_CACHE_DYNAMIC, TXC_CACHE_NONE};
+    txc_generate_result r;
+    for (int k = 0; k < 3; k++) {
+        txc_generate_options o = txc_generate_default_options(m, model_dir());
+        o.cache = kinds[k];
+        o.jit = false;
+        o.max_new_tokens = 4;
+        txc_clear_error();
+        assert_int_equal(txc_generate(m, ids, 512, &o, &r), TXC_ERR_CAPACITY);
+        assert_non_null(strstr(txc_last_error(), "the prompt has 512 tokens, as many as max_position_embeddings 512"));
+        o.max_new_tokens = INT64_MAX;
+        o.n_eos = 0;
+        assert_int_equal(txc_generate(m, ids, 508, &o, &r), TXC_OK);
+        assert_int_equal(r.n_new, 4);
+        /* (the StaticCache is cut to the positions: its end is where it stops) */
+        assert_string_equal(r.stop_reason, kinds[k] == TXC_CACHE_STATIC ? "max_cache_len" : "max_position_embeddings");
+        txc_generate_result_free(&r);
+    }
+    txc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -414,7 +446,7 @@ int main(void)
         cmocka_unit_test(test_reference_jit_dynamic),  cmocka_unit_test(test_bad_folders),
         cmocka_unit_test(test_prompt_too_long), cmocka_unit_test(test_causal_attention),
         cmocka_unit_test(test_static_cache_overflow), cmocka_unit_test(test_prefill_buckets),
-        cmocka_unit_test(test_unaligned_weights),
+        cmocka_unit_test(test_unaligned_weights), cmocka_unit_test(test_sequence_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -156,7 +156,9 @@ txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64
  * for ids outside the vocabulary or bad options), and TXC_ERR_CAPACITY when
  * the sequence has max_cache_len ids or more (static: no room for a reply;
  * message "the conversation has N tokens, more than (or: as many as) the
- * session's max_cache_len M") or more than max_position_embeddings. These
+ * session's max_cache_len M") or as many as max_position_embeddings or more
+ * (in every cache kind: "... as many as max_position_embeddings P (no room
+ * for a new token)"). These
  * are found before any work and leave the session as it was. A reply that
  * reaches the end of the StaticCache stops early (stop_reason
  * "max_cache_len"). An error during the run (out of memory, a kernel's)
@@ -198,8 +200,12 @@ txc_tensor *txc_repetition_penalty(txc_tensor *scores, txc_tensor *seen, double 
 /* Generation from `input_ids` (n_input >= 1, batch 1).
  * Errors: TXC_ERR_CAPACITY when the prompt is as long as max_cache_len or
  * longer (static cache: the sequence, prompt + new tokens, fits the cache,
- * as transformers' max_length <= max_cache_len), or longer than
- * max_position_embeddings — checked before any work;
+ * as transformers' max_length <= max_cache_len), or as long as
+ * max_position_embeddings or longer in every cache kind (the sequence
+ * holds at most that many tokens, so such a prompt leaves no new token;
+ * this message comes first) — checked before any work; a max_new_tokens
+ * past what the positions hold is cut there (stop_reason
+ * "max_position_embeddings"), up to INT64_MAX without overflow;
  * TXC_ERR_INVALID for ids outside the vocabulary or bad options; any error
  * from the model. On error *result holds nothing to free. */
 txc_status txc_generate(txc_model *model, const int32_t *input_ids, int64_t n_input,

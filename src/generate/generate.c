@@ -425,11 +425,20 @@ static txc_status run(txc_generator *gen, txc_generator_session *sess, const int
             return txc_error(TXC_ERR_INVALID, "generate: input id %d at position %lld is outside the vocabulary (%lld)",
                              input_ids[i], (long long)i, (long long)c->vocab_size);
     const txc_cache_kind kind = sess ? sess->kind : o->cache;
-    int64_t total = n_input + o->max_new_tokens;
+    /* (saturated: max_new_tokens may be anything up to INT64_MAX; the
+     * limits below cut it down to what a cache and the positions hold) */
+    int64_t total = o->max_new_tokens > INT64_MAX - n_input ? INT64_MAX : n_input + o->max_new_tokens;
     const int64_t max_pos = txc_model_max_positions(model); /* dynamic NTK RoPE: unbounded */
     int64_t max_cache_len = sess ? sess->max_cache_len : o->max_cache_len > 0 ? o->max_cache_len : total;
     if (max_cache_len > max_pos) /* no position past it is ever used */
         max_cache_len = max_pos;
+    /* The sequence (prompt + new tokens) holds at most max_position_embeddings
+     * tokens, whatever the cache: a prompt that long leaves no new token. */
+    if (n_input >= max_pos)
+        return txc_error(TXC_ERR_CAPACITY, "generate: the %s has %lld tokens, %s max_position_embeddings %lld (no "
+                                           "room for a new token)",
+                         sess ? "conversation" : "prompt", (long long)n_input,
+                         n_input > max_pos ? "more than" : "as many as", (long long)max_pos);
     if (sess && kind == TXC_CACHE_STATIC && n_input >= max_cache_len)
         return txc_error(TXC_ERR_CAPACITY, "generate: the conversation has %lld tokens, %s the session's max_cache_len "
                                            "%lld (no room for a reply)",
@@ -442,9 +451,6 @@ static txc_status run(txc_generator *gen, txc_generator_session *sess, const int
                                            "a new token)",
                          (long long)n_input, n_input > max_cache_len ? "more than" : "as many as",
                          (long long)max_cache_len);
-    if (n_input > max_pos)
-        return txc_error(TXC_ERR_CAPACITY, "generate: the prompt has %lld tokens, more than max_position_embeddings %lld",
-                         (long long)n_input, (long long)max_pos);
     /* Generation ends early, with a reason, where the cache or the
      * position table ends. */
     const char *limit = "max_new_tokens";
@@ -457,6 +463,9 @@ static txc_status run(txc_generator *gen, txc_generator_session *sess, const int
         limit = "max_position_embeddings";
     }
 
+    if ((uint64_t)total > SIZE_MAX / sizeof(int32_t) / 2)
+        return txc_error(TXC_ERR_INVALID, "generate: max_new_tokens %lld is more than this machine can hold (the "
+                                          "prompt has %lld tokens)", (long long)o->max_new_tokens, (long long)n_input);
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)total);
     if (!ids)
         return txc_error(TXC_ERR_NOMEM, "out of memory (generate)");

@@ -1020,15 +1020,15 @@ int txc_cmd_bench(int argc, char **argv)
                 return EXIT_ERROR;
             break;
         case 'n':
-            if (!txc_cli_parse_int("--new-tokens", optarg, 1, &new_tokens))
+            if (!txc_cli_parse_range("--new-tokens", optarg, 1, TXC_CLI_MAX_TOKENS, &new_tokens))
                 return EXIT_ERROR;
             break;
         case 'P':
-            if (!txc_cli_parse_int("--prompt-tokens", optarg, 1, &prompt_tokens))
+            if (!txc_cli_parse_range("--prompt-tokens", optarg, 1, TXC_CLI_MAX_TOKENS, &prompt_tokens))
                 return EXIT_ERROR;
             break;
         case 'L':
-            if (!txc_cli_parse_int("--max-cache-len", optarg, 1, &max_cache_len))
+            if (!txc_cli_parse_range("--max-cache-len", optarg, 1, TXC_CLI_MAX_TOKENS, &max_cache_len))
                 return EXIT_ERROR;
             break;
         case 'B':
@@ -1110,6 +1110,27 @@ int txc_cmd_bench(int argc, char **argv)
             fprintf(stderr, "txc: model folder %s does not exist\n", model_dir);
             return EXIT_ERROR;
         }
+    }
+
+    /* The counts against the model's positions before anything is sized by
+     * them (a --prompt-tokens prompt is N ids, the caches hold the prompt
+     * and the new tokens): config.json alone says. */
+    txc_hf_config pre;
+    if ((synthetic ? txc_synthetic_config(synthetic, &pre) : txc_hf_config_load(model_dir, &pre)) != TXC_OK)
+        return txc_cli_fail_in(synthetic ? synthetic : model_dir);
+    const bool exact = prompt_tokens > 0 || synthetic; /* a text prompt's length is known after tokenizing */
+    const int64_t min_need = (prompt_tokens > 0 ? prompt_tokens : synthetic ? 8 : 1) + new_tokens;
+    if (min_need > pre.max_position_embeddings) {
+        fprintf(stderr, "txc: the prompt + new tokens (%s%lld) exceed max_position_embeddings %lld\n",
+                exact ? "" : "at least ", (long long)min_need, (long long)pre.max_position_embeddings);
+        return EXIT_ERROR;
+    }
+
+    if (max_cache_len > pre.max_position_embeddings) { /* (the generator cuts it there too) */
+        fprintf(stderr, "txc: note: --max-cache-len %lld is more than max_position_embeddings %lld: the static "
+                        "cache holds %lld tokens\n", (long long)max_cache_len, (long long)pre.max_position_embeddings,
+                (long long)pre.max_position_embeddings);
+        max_cache_len = pre.max_position_embeddings;
     }
 
     char default_cache[4096];

@@ -175,9 +175,22 @@ static int chat_turn(chat *c, int turn)
     opts->on_token = put_token;
     opts->ctx = &st;
     txc_status s = txc_generator_session_run(c->sess, ids, (int64_t)n_ids, opts, &res);
-    if (s == TXC_ERR_CAPACITY && c->cache == TXC_CACHE_STATIC) {
-        fprintf(stderr, "txc: the conversation has %zu tokens: with a reply it exceeds max_cache_len %lld; %s\n", n_ids,
-                (long long)txc_generator_session_max_cache_len(c->sess), cache_advice(c));
+    if (s == TXC_ERR_CAPACITY) {
+        /* the sequence holds at most max_cache_len (static) or
+         * max_position_embeddings tokens, a reply included */
+        const bool fixed =
+            c->cache == TXC_CACHE_STATIC && txc_generator_session_max_cache_len(c->sess) < c->max_positions;
+        const int64_t limit = fixed ? txc_generator_session_max_cache_len(c->sess) : c->max_positions;
+        const char *what = fixed ? "max_cache_len" : "max_position_embeddings";
+        if (turn == 1) /* nothing of the chat is in the cache yet: the prompt itself is too long */
+            fprintf(stderr, "txc: the prompt is too long: the first turn renders to %zu tokens, with a reply more "
+                            "than %s %lld; shorten it%s\n",
+                    n_ids, what, (long long)limit,
+                    fixed ? " or pass a larger --max-cache-len" : "");
+        else
+            fprintf(stderr, "txc: the conversation has %zu tokens: with a reply it exceeds %s %lld; %s\n", n_ids,
+                    what, (long long)limit,
+                    cache_advice(c));
         rc = EXIT_ERROR;
         goto out;
     }
@@ -282,11 +295,11 @@ int txc_cmd_chat(int argc, char **argv)
             messages[n_messages++] = optarg;
             break;
         case 'n':
-            if (!txc_cli_parse_int("--max-new-tokens", optarg, 1, &max_new_tokens))
+            if (!txc_cli_parse_range("--max-new-tokens", optarg, 1, TXC_CLI_MAX_TOKENS, &max_new_tokens))
                 return EXIT_ERROR;
             break;
         case 'L':
-            if (!txc_cli_parse_int("--max-cache-len", optarg, 1, &max_cache_len))
+            if (!txc_cli_parse_range("--max-cache-len", optarg, 1, TXC_CLI_MAX_TOKENS, &max_cache_len))
                 return EXIT_ERROR;
             break;
         case 'c': cache_name = optarg; break;
@@ -318,6 +331,7 @@ int txc_cmd_chat(int argc, char **argv)
         txc_chat_template_free(tpl);
         return EXIT_ERROR;
     }
+    txc_cli_note_max_cache_len(max_cache_len, cache, txc_model_max_positions(model));
     txc_generate_options opts = txc_generate_default_options(model, model_dir);
     const int64_t default_max_new = opts.max_new_tokens;
     txc_cli_gen_flags_apply(&gf, &opts);

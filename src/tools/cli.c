@@ -70,6 +70,25 @@ bool txc_cli_parse_int(const char *flag, const char *s, int64_t min, int64_t *ou
     return true;
 }
 
+bool txc_cli_parse_range(const char *flag, const char *s, int64_t min, int64_t max, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end) {
+        fprintf(stderr, "txc: %s expects an integer from %lld to %lld, got '%s'\n", flag, (long long)min,
+                (long long)max, s);
+        return false;
+    }
+    if (errno == ERANGE || v < min || v > max) {
+        fprintf(stderr, "txc: %s %s is out of range (an integer from %lld to %lld)\n", flag, s, (long long)min,
+                (long long)max);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 bool txc_cli_parse_threads(const char *s, int64_t *out)
 {
     char *end;
@@ -270,6 +289,18 @@ bool txc_cli_load_model(const char *model_dir, const txc_model_options *mopts, t
         *model = NULL;
     }
     return ok;
+}
+
+void txc_cli_note_max_cache_len(int64_t flag, txc_cache_kind kind, int64_t max_positions)
+{
+    if (flag <= 0)
+        return;
+    if (kind != TXC_CACHE_STATIC)
+        fprintf(stderr, "txc: warning: --max-cache-len is ignored with --cache %s (only the static cache has a set "
+                        "length)\n", txc_cache_kind_name(kind));
+    else if (flag > max_positions)
+        fprintf(stderr, "txc: note: --max-cache-len %lld is more than max_position_embeddings %lld: the cache holds "
+                        "%lld tokens\n", (long long)flag, (long long)max_positions, (long long)max_positions);
 }
 
 void txc_cli_print_sampling(FILE *f, const txc_generate_options *o)

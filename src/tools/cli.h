@@ -34,6 +34,15 @@ int txc_cli_fail_in(const char *context);
 /* Parse a whole decimal integer >= min for `flag`; false (and one line on
  * stderr) otherwise. */
 bool txc_cli_parse_int(const char *flag, const char *s, int64_t min, int64_t *out);
+/* The most tokens a count flag takes (--max-new-tokens, --new-tokens,
+ * --prompt-tokens, --max-cache-len): token ids and positions are int32 in
+ * the tokenizer and the caches, and a sum of two such counts cannot
+ * overflow int64. */
+#define TXC_CLI_MAX_TOKENS INT32_MAX
+/* A whole decimal integer in [min, max] for `flag`; false (and one line on
+ * stderr naming the flag and the range) otherwise, a value past int64
+ * included. */
+bool txc_cli_parse_range(const char *flag, const char *s, int64_t min, int64_t max, int64_t *out);
 /* --threads N: a whole decimal integer in [1, TXC_MAX_THREADS]; false (and
  * one line on stderr naming the maximum) otherwise. */
 bool txc_cli_parse_threads(const char *s, int64_t *out);
@@ -133,6 +142,12 @@ txc_generator *txc_cli_generator_new(txc_model *model, txc_cli_gen_flags *f, boo
  * max_new_tokens, else its max_length minus the prompt (at least 1; the
  * prompt counts, as in transformers), else `fallback`. */
 int64_t txc_cli_max_new_tokens(int64_t flag, const txc_generation_config *g, int64_t n_prompt, int64_t fallback);
+
+/* --max-cache-len `flag` (0: not given) where it does not apply as given:
+ * one line on stderr when the cache kind is not static (ignored, as
+ * transformers warns for max_cache_len without a static cache) or when it
+ * is more than `max_positions` (the cache is cut to it); nothing else. */
+void txc_cli_note_max_cache_len(int64_t flag, txc_cache_kind kind, int64_t max_positions);
 
 /* The --verbose line of the decoding options: "sampling: seed N,
  * temperature ..." or "sampling: off (greedy), repetition_penalty F". */

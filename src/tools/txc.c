@@ -176,12 +176,12 @@ static int cmd_generate(int argc, char **argv)
         case 'm': model_dir = optarg; break;
         case 'p': prompt = optarg; break;
         case 'n':
-            if (!txc_cli_parse_int("--max-new-tokens", optarg, 1, &max_new_tokens))
+            if (!txc_cli_parse_range("--max-new-tokens", optarg, 1, TXC_CLI_MAX_TOKENS, &max_new_tokens))
                 return EXIT_ERROR;
             break;
         case 'c': cache_name = optarg; break;
         case 'L':
-            if (!txc_cli_parse_int("--max-cache-len", optarg, 1, &max_cache_len))
+            if (!txc_cli_parse_range("--max-cache-len", optarg, 1, TXC_CLI_MAX_TOKENS, &max_cache_len))
                 return EXIT_ERROR;
             break;
         case 'v': verbose = true; break;
@@ -220,6 +220,7 @@ static int cmd_generate(int argc, char **argv)
     if (!txc_cli_load_model(model_dir, &gf.mopts, &model, &tok, &gcfg, &load_ms))
         return EXIT_ERROR;
 
+    txc_cli_note_max_cache_len(max_cache_len, cache, txc_model_max_positions(model));
     int rc = 0;
     int32_t *ids = NULL;
     size_t n_ids = 0;
