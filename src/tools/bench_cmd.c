@@ -1104,13 +1104,8 @@ int txc_cmd_bench(int argc, char **argv)
         for (int i = 0; i < N_DEFAULT_MODES; i++)
             modes[n_modes++] = &known_modes[i];
     }
-    if (model_dir) {
-        struct stat sb;
-        if (stat(model_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-            fprintf(stderr, "txc: model folder %s does not exist\n", model_dir);
-            return EXIT_ERROR;
-        }
-    }
+    if (model_dir && !txc_cli_model_dir(model_dir))
+        return EXIT_ERROR;
 
     /* The counts against the model's positions before anything is sized by
      * them (a --prompt-tokens prompt is N ids, the caches hold the prompt

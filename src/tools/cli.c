@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +29,33 @@ const char *txc_cli_default_model(void)
     return stat(DEFAULT_MODEL_REL, &st) == 0 && S_ISDIR(st.st_mode) ? DEFAULT_MODEL_REL : NULL;
 }
 
+bool txc_cli_is_gguf(const char *path)
+{
+    size_t n = strlen(path);
+    if (n >= 5 && strcasecmp(path + n - 5, ".gguf") == 0)
+        return true;
+    char magic[4] = {0};
+    FILE *f = fopen(path, "rb");
+    bool gguf = f && fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;
+    if (f)
+        fclose(f);
+    return gguf;
+}
+
+void txc_cli_model_not_folder(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        fprintf(stderr, "txc: model folder %s does not exist\n", path);
+    else if (S_ISREG(st.st_mode) && txc_cli_is_gguf(path))
+        fprintf(stderr, "txc: %s is a GGUF file: GGUF is not supported yet (--model takes a Hugging Face model "
+                        "folder: config.json, model.safetensors, tokenizer.json)\n", path);
+    else
+        fprintf(stderr, "txc: --model %s is a %s, not a model folder (a Hugging Face model folder holds "
+                        "config.json, model.safetensors, tokenizer.json)\n", path,
+                S_ISREG(st.st_mode) ? "file" : "special file");
+}
+
 const char *txc_cli_model_dir(const char *given)
 {
     const char *dir = given ? given : txc_cli_default_model();
@@ -36,7 +64,7 @@ const char *txc_cli_model_dir(const char *given)
         fprintf(stderr, "txc: no model given: pass --model DIR (a Hugging Face model folder) or set TXC_MODEL; "
                         "the default %s was not found\n", DEFAULT_MODEL_REL);
     else if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        fprintf(stderr, "txc: model folder %s does not exist\n", dir);
+        txc_cli_model_not_folder(dir);
     else
         return dir;
     return NULL;

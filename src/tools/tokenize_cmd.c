@@ -397,8 +397,8 @@ int txc_cmd_tokenize(int argc, char **argv)
         }
     }
     struct stat sb;
-    if (!rc && stat(model, &sb) != 0) {
-        fprintf(stderr, "txc: model folder %s does not exist\n", model);
+    if (!rc && (stat(model, &sb) != 0 || (S_ISREG(sb.st_mode) && txc_cli_is_gguf(model)))) {
+        txc_cli_model_not_folder(model); /* (a file is read as a tokenizer.json) */
         rc = EXIT_ERROR;
     }
     if (rc) {
