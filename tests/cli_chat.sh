@@ -160,6 +160,9 @@ expect_error "bad --temperature" "temperature" "$TXC" chat --model "$tmp/tl" --t
 expect_error "stray argument" "stdin" "$TXC" chat --model "$tmp/tl" "Hello"
 expect_error "unknown option" "--frobnicate" "$TXC" chat --model "$tmp/tl" --frobnicate
 printf 'Hi\n\xff\xfe\nStill here?\n' >"$tmp/bad-utf8"
+# A read error on stdin is an error, not the end of the chat.
+expect_error "stdin closed" "stdin is closed" sh -c 'exec "$@" <&-' _ "$TXC" chat --model "$tmp/tl"
+expect_error "stdin a directory" "stdin is a directory" sh -c 'exec "$@" <"$0"' "$tmp" "$TXC" chat --model "$tmp/tl"
 expect_error "invalid UTF-8 on stdin: names the line" "input line 2 is not UTF-8" \
   sh -c '"$0" chat --model "$1" --max-new-tokens 2 <"$2"' "$TXC" "$tmp/tl" "$tmp/bad-utf8"
 printf 'Hi\0there\n' >"$tmp/nul"

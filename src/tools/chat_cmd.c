@@ -9,10 +9,12 @@
 #include "txc/chat_template.h"
 #include "txc/generate.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <utf8proc.h>
 
@@ -317,6 +319,14 @@ int txc_cmd_chat(int argc, char **argv)
     txc_cache_kind cache = TXC_CACHE_STATIC;
     if (cache_name && txc_cache_kind_parse(cache_name, &cache) != TXC_OK)
         return txc_cli_fail("--cache");
+    /* stdin before anything is opened: a closed one would be the first file
+     * opened (fd 0) and read as the user's turns; a folder cannot be read */
+    struct stat in_st;
+    if (fstat(STDIN_FILENO, &in_st) != 0 || S_ISDIR(in_st.st_mode)) {
+        fprintf(stderr, "txc: chat reads the user's turns from stdin, but stdin is %s\n",
+                errno == EBADF ? "closed" : S_ISDIR(in_st.st_mode) ? "a directory" : strerror(errno));
+        return EXIT_ERROR;
+    }
     if (!(model_dir = txc_cli_model_dir(model_dir)))
         return EXIT_ERROR;
     /* The template first: a model without one is refused before loading. */
@@ -383,7 +393,14 @@ int txc_cmd_chat(int argc, char **argv)
             fputs("> ", stdout);
             fflush(stdout);
         }
+        errno = 0;
         ssize_t len = getline(&line, &line_cap, stdin);
+        if (len < 0 && ferror(stdin)) { /* a read error is not the end of the chat */
+            fprintf(stderr, "txc: reading stdin failed after line %d: %s\n", line_no,
+                    strerror(errno ? errno : EIO));
+            rc = EXIT_ERROR;
+            break;
+        }
         if (len < 0)
             break;
         line_no++;
