@@ -47,6 +47,30 @@ fi
   --max-cache-len 64 >"$tmp/out64" 2>&1 && cmp -s "$tmp/out" "$tmp/out64" && ok "--max-cache-len 64" \
   || bad "--max-cache-len 64"
 
+# The prompt from a file (--prompt-file) or stdin (--prompt -): the text of --prompt "Once upon a time".
+printf 'Once upon a time\n' >"$tmp/prompt.txt"
+"$TXC" generate --model "$MODEL" --prompt-file "$tmp/prompt.txt" --max-new-tokens 20 >"$tmp/pf" 2>&1 \
+  && cmp -s "$tmp/out" "$tmp/pf" && ok "--prompt-file (one final newline dropped)" || bad "--prompt-file: $(cat "$tmp/pf")"
+"$TXC" generate --model "$MODEL" --prompt - --max-new-tokens 20 <"$tmp/prompt.txt" >"$tmp/ps" 2>&1 \
+  && cmp -s "$tmp/out" "$tmp/ps" && ok "--prompt - reads stdin" || bad "--prompt -: $(cat "$tmp/ps")"
+head -c $((64 * 1024 * 1024 + 1)) /dev/zero | tr '\0' a >"$tmp/huge.txt"
+expect_error "--prompt-file over 64 MiB" "--prompt-file: $tmp/huge.txt is larger than 64 MiB" \
+  "$TXC" generate --model "$MODEL" --prompt-file "$tmp/huge.txt"
+rm -f "$tmp/huge.txt"
+printf 'Once \xff upon' >"$tmp/bad.txt"
+expect_error "--prompt-file not UTF-8" "--prompt-file: $tmp/bad.txt is not UTF-8 text" \
+  "$TXC" generate --model "$MODEL" --prompt-file "$tmp/bad.txt"
+expect_error "--prompt - with a NUL byte" "--prompt -: stdin is not UTF-8 text" \
+  sh -c 'printf "a\000b" | "$@"' _ "$TXC" generate --model "$MODEL" --prompt -
+expect_error "--prompt not UTF-8" "--prompt is not UTF-8 text" "$TXC" generate --model "$MODEL" --prompt "$(printf '\xc3')"
+expect_error "--prompt-file missing" "--prompt-file: cannot read $tmp/none.txt: No such file" \
+  "$TXC" generate --model "$MODEL" --prompt-file "$tmp/none.txt"
+expect_error "--prompt-file a directory" "is a directory" "$TXC" generate --model "$MODEL" --prompt-file "$tmp"
+expect_error "--prompt - with stdin closed" "--prompt -: cannot read stdin: it is closed" \
+  sh -c 'exec "$@" <&-' _ "$TXC" generate --model "$MODEL" --prompt -
+expect_error "--prompt and --prompt-file" "not both" \
+  "$TXC" generate --model "$MODEL" --prompt hi --prompt-file "$tmp/prompt.txt"
+
 # Default model: ../shared/models/stories260K from the current directory.
 mkdir -p "$tmp/repo"
 ln -s "$SHARED" "$tmp/shared"

@@ -16,7 +16,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <utf8proc.h>
 
 static void usage_chat(FILE *f)
 {
@@ -53,21 +52,6 @@ static void usage_chat(FILE *f)
 #define MAX_MESSAGES 256 /* --message options */
 
 /* The conversation (roles and contents owned). */
-/* True when s[0..n) is UTF-8 text without a NUL byte (utf8proc's decoder:
- * no overlongs, no surrogates). A message is one C string, so a NUL would
- * cut it short without a word. */
-static bool text_ok(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n;) {
-        utf8proc_int32_t cp;
-        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
-        if (k <= 0 || cp == 0)
-            return false;
-        i += (size_t)k;
-    }
-    return true;
-}
-
 typedef struct conversation {
     txc_chat_message *msgs;
     size_t n, cap;
@@ -354,7 +338,7 @@ int txc_cmd_chat(int argc, char **argv)
               .max_positions = txc_model_max_positions(model), .verbose = verbose};
     if (!sess)
         rc = txc_cli_fail("chat session");
-    else if (system && !text_ok(system, strlen(system))) {
+    else if (system && !txc_cli_text_ok(system, strlen(system))) {
         fprintf(stderr, "txc: --system is not UTF-8 text\n");
         rc = EXIT_ERROR;
     } else if (system && !conv_add(&c.conv, "system", system))
@@ -363,7 +347,7 @@ int txc_cmd_chat(int argc, char **argv)
         const char *colon = strchr(messages[i], ':');
         char role[80];
         snprintf(role, sizeof role, "%.*s", (int)(colon - messages[i]), messages[i]);
-        if (!text_ok(messages[i], strlen(messages[i]))) {
+        if (!txc_cli_text_ok(messages[i], strlen(messages[i]))) {
             fprintf(stderr, "txc: --message %d is not UTF-8 text\n", i + 1);
             rc = EXIT_ERROR;
         } else if (!conv_add(&c.conv, role, colon + 1))
@@ -408,7 +392,7 @@ int txc_cmd_chat(int argc, char **argv)
             line[--len] = '\0';
         if (len == 0) /* an empty line is no turn */
             continue;
-        if (!text_ok(line, (size_t)len)) {
+        if (!txc_cli_text_ok(line, (size_t)len)) {
             fprintf(stderr, "txc: input line %d is not UTF-8 text (invalid bytes or a NUL byte)\n", line_no);
             rc = EXIT_ERROR;
             break;

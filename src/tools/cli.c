@@ -4,6 +4,7 @@
 #include "txc/threads.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <utf8proc.h>
 
 double txc_cli_now_ms(void)
 {
@@ -339,4 +341,89 @@ void txc_cli_print_sampling(FILE *f, const txc_generate_options *o)
                 o->repetition_penalty);
     else
         fprintf(f, "sampling: off (greedy), repetition_penalty %g\n", o->repetition_penalty);
+}
+
+bool txc_cli_text_ok(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (k <= 0 || cp == 0)
+            return false;
+        i += (size_t)k;
+    }
+    return true;
+}
+
+char *txc_cli_read_prompt(const char *flag, const char *path, size_t max_bytes, size_t *len)
+{
+    const bool is_stdin = strcmp(path, "-") == 0;
+    const char *name = is_stdin ? "stdin" : path;
+    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        fprintf(stderr, "txc: %s: cannot read %s: %s\n", flag, name, errno == EBADF && is_stdin ? "it is closed"
+                                                                                          : strerror(errno));
+        if (fd >= 0 && !is_stdin)
+            close(fd);
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "txc: %s: %s is a directory, not a text file\n", flag, name);
+        if (!is_stdin)
+            close(fd);
+        return NULL;
+    }
+    if (!is_stdin) /* a FIFO opened without blocking: reads block again */
+        (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    bool failed = !buf, too_large = false;
+    int err = buf ? 0 : ENOMEM;
+    while (!failed) {
+        if (n == cap) {
+            if (cap > max_bytes) { /* one byte past the limit was read */
+                too_large = true;
+                break;
+            }
+            size_t want = cap * 2 > max_bytes + 1 ? max_bytes + 1 : cap * 2;
+            char *b = realloc(buf, want + 1);
+            if (!b) {
+                failed = true, err = ENOMEM;
+                break;
+            }
+            buf = b, cap = want;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            failed = true, err = errno;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    if (!is_stdin)
+        close(fd);
+    if (!failed && !too_large && n > max_bytes)
+        too_large = true;
+    if (failed || too_large) {
+        if (too_large)
+            fprintf(stderr, "txc: %s: %s is larger than %zu MiB, the longest prompt read\n", flag, name,
+                    max_bytes >> 20);
+        else
+            fprintf(stderr, "txc: %s: reading %s failed: %s\n", flag, name, strerror(err));
+        free(buf);
+        return NULL;
+    }
+    if (n > 0 && buf[n - 1] == '\n') /* one final newline is the file's, not the prompt's (llama.cpp's -f) */
+        n--;
+    buf[n] = '\0';
+    if (!txc_cli_text_ok(buf, n)) {
+        fprintf(stderr, "txc: %s: %s is not UTF-8 text (invalid bytes or a NUL byte)\n", flag, name);
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
 }

@@ -168,4 +168,18 @@ void txc_cli_print_sampling(FILE *f, const txc_generate_options *o);
 bool txc_cli_load_model(const char *model_dir, const txc_model_options *mopts, txc_model **model,
                         txc_tokenizer **tok, txc_generation_config *gcfg, double *load_ms);
 
+/* True when s[0..n) is UTF-8 text without a NUL byte (utf8proc's decoder:
+ * no overlongs, no surrogates). A message is one C string, so a NUL would
+ * cut it short without a word. */
+bool txc_cli_text_ok(const char *s, size_t n);
+
+/* The longest prompt read from a file or stdin (--prompt-file, --prompt -). */
+#define TXC_CLI_MAX_PROMPT_BYTES ((size_t)64 << 20)
+/* Read the prompt in `path` ("-": stdin) for `flag`: the whole file, one
+ * final newline dropped (as llama.cpp's --file), NUL-terminated, malloc'd;
+ * *len its length. NULL (one line on stderr naming the flag and the file)
+ * when it cannot be opened or read, is a directory (or a closed stdin), is
+ * larger than max_bytes, or is not UTF-8 text (txc_cli_text_ok). */
+char *txc_cli_read_prompt(const char *flag, const char *path, size_t max_bytes, size_t *len);
+
 #endif

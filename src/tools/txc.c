@@ -1,7 +1,7 @@
 /*
  * txc — the command line.
  *
- *   txc generate [--model DIR] [--prompt TEXT] [--max-new-tokens N]
+ *   txc generate [--model DIR] [--prompt TEXT|- | --prompt-file FILE] [--max-new-tokens N]
  *                [--cache none|dynamic|static] [--max-cache-len N] [--jit|--no-jit] [--verbose]
  *                [--do-sample|--greedy] [--temperature F] [--top-k N] [--top-p F] [--min-p F]
  *                [--repetition-penalty F] [--seed N] [--stop STRING]...
@@ -36,7 +36,7 @@
 static void usage_generate(FILE *f)
 {
     fprintf(f,
-            "usage: txc generate [--model DIR] [--prompt TEXT] [--max-new-tokens N]\n"
+            "usage: txc generate [--model DIR] [--prompt TEXT | --prompt-file FILE] [--max-new-tokens N]\n"
             "                    [--cache none|dynamic|static] [--max-cache-len N] [--jit|--no-jit]\n"
             "                    [--verbose] [--do-sample|--greedy] [--temperature F] [--top-k N]\n"
             "                    [--top-p F] [--min-p F] [--repetition-penalty F] [--seed N]\n"
@@ -46,7 +46,9 @@ static void usage_generate(FILE *f)
             "Text generation from a Hugging Face model folder (config.json,\n"
             "model.safetensors, tokenizer.json); the continuation is streamed to stdout.\n"
             "  --model DIR         model folder (default: $TXC_MODEL, else " DEFAULT_MODEL_REL ")\n"
-            "  --prompt TEXT       prompt (default: empty, i.e. BOS only)\n"
+            "  --prompt TEXT       prompt (default: empty, i.e. BOS only); \"-\": read it from stdin\n"
+            "  --prompt-file FILE  the prompt is FILE's text (UTF-8, at most 64 MiB; one final\n"
+            "                      newline dropped, as llama.cpp's --file)\n"
             "  --max-new-tokens N  at most N new tokens (default: generation_config.json, else 256)\n"
             "  --cache KIND        none (re-run the sequence each step), dynamic (DynamicCache),\n"
             "                      static (StaticCache, the default)\n"
@@ -142,16 +144,17 @@ static bool print_token(void *ctx, int32_t id)
 
 static int cmd_generate(int argc, char **argv)
 {
-    const char *model_dir = NULL, *prompt = "", *cache_name = NULL;
+    const char *model_dir = NULL, *prompt = "", *cache_name = NULL, *prompt_file = NULL;
+    bool prompt_given = false;
     int64_t max_new_tokens = -1, max_cache_len = 0;
     bool verbose = false;
     txc_cli_gen_flags gf; /* decoding and running flags (shared with chat) */
     txc_cli_gen_flags_init(&gf);
     stream_ctx sc = {0};
-    enum { OPT_STOP = 256 };
+    enum { OPT_STOP = 256, OPT_PROMPT_FILE };
     static const struct option longopts[] = {
         TXC_CLI_GEN_LONGOPTS,
-        {"stop", required_argument, 0, OPT_STOP},
+        {"stop", required_argument, 0, OPT_STOP},      {"prompt-file", required_argument, 0, OPT_PROMPT_FILE},
         {"model", required_argument, 0, 'm'},          {"prompt", required_argument, 0, 'p'},
         {"max-new-tokens", required_argument, 0, 'n'}, {"cache", required_argument, 0, 'c'},
         {"max-cache-len", required_argument, 0, 'L'},  {"verbose", no_argument, 0, 'v'},
@@ -174,7 +177,8 @@ static int cmd_generate(int argc, char **argv)
             continue;
         switch (ch) {
         case 'm': model_dir = optarg; break;
-        case 'p': prompt = optarg; break;
+        case 'p': prompt = optarg, prompt_given = true; break;
+        case OPT_PROMPT_FILE: prompt_file = optarg; break;
         case 'n':
             if (!txc_cli_parse_range("--max-new-tokens", optarg, 1, TXC_CLI_MAX_TOKENS, &max_new_tokens))
                 return EXIT_ERROR;
@@ -210,15 +214,36 @@ static int cmd_generate(int argc, char **argv)
     txc_cache_kind cache = TXC_CACHE_STATIC;
     if (cache_name && txc_cache_kind_parse(cache_name, &cache) != TXC_OK)
         return txc_cli_fail("--cache");
-    if (!(model_dir = txc_cli_model_dir(model_dir)))
+    if (prompt_given && prompt_file) {
+        fprintf(stderr, "txc: give --prompt or --prompt-file, not both\n");
         return EXIT_ERROR;
+    }
+    /* The prompt before the model: from a file, stdin ("--prompt -"), or the argument */
+    char *prompt_buf = NULL;
+    size_t prompt_len = strlen(prompt);
+    if (prompt_file || strcmp(prompt, "-") == 0) {
+        if (!(prompt_buf = txc_cli_read_prompt(prompt_file ? "--prompt-file" : "--prompt -",
+                                               prompt_file ? prompt_file : "-", TXC_CLI_MAX_PROMPT_BYTES,
+                                               &prompt_len)))
+            return EXIT_ERROR;
+        prompt = prompt_buf;
+    } else if (!txc_cli_text_ok(prompt, prompt_len)) {
+        fprintf(stderr, "txc: --prompt is not UTF-8 text\n");
+        return EXIT_ERROR;
+    }
+    if (!(model_dir = txc_cli_model_dir(model_dir))) {
+        free(prompt_buf);
+        return EXIT_ERROR;
+    }
 
     txc_model *model;
     txc_tokenizer *tok;
     txc_generation_config gcfg;
     double load_ms;
-    if (!txc_cli_load_model(model_dir, &gf.mopts, &model, &tok, &gcfg, &load_ms))
+    if (!txc_cli_load_model(model_dir, &gf.mopts, &model, &tok, &gcfg, &load_ms)) {
+        free(prompt_buf);
         return EXIT_ERROR;
+    }
 
     txc_cli_note_max_cache_len(max_cache_len, cache, txc_model_max_positions(model));
     int rc = 0;
@@ -234,7 +259,7 @@ static int cmd_generate(int argc, char **argv)
     txc_generate_result res = {0};
     txc_generator *gen = txc_cli_generator_new(model, &gf, opts.jit);
     const char *compile_cache = gf.compile_cache;
-    bool encoded = gen && sc.detok && txc_tokenizer_encode(tok, prompt, strlen(prompt), true, &ids, &n_ids) == TXC_OK;
+    bool encoded = gen && sc.detok && txc_tokenizer_encode(tok, prompt, prompt_len, true, &ids, &n_ids) == TXC_OK;
     if (encoded)
         opts.max_new_tokens = txc_cli_max_new_tokens(max_new_tokens, &gcfg, (int64_t)n_ids, opts.max_new_tokens);
     if (!encoded) {
@@ -317,6 +342,7 @@ static int cmd_generate(int argc, char **argv)
     txc_generator_free(gen);
     txc_detok_stream_free(sc.detok);
     free(sc.held);
+    free(prompt_buf);
     free(ids);
     txc_tokenizer_free(tok);
     txc_model_free(model);
