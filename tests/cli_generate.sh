@@ -208,6 +208,22 @@ printf '{"bos_token_id": 1, "eos_token_id": [1, 2], "do_sample": true, "temperat
 "$TXC" generate --model "$tmp/m" --prompt "Once upon a time" --max-new-tokens 40 --greedy >"$tmp/gc3" 2>&1 \
   && cmp -s "$tmp/gc3" "$tmp/greedy" && ok "--greedy overrides generation_config.json" \
   || bad "--greedy: $(cat "$tmp/gc3")"
+# generation_config.json: max_new_tokens 0 is refused (as transformers); a key txc does not
+# implement gets one warning line each, and the run goes on.
+copy_model
+printf '{"bos_token_id": 1, "eos_token_id": 2, "max_new_tokens": 0}\n' >"$tmp/m/generation_config.json"
+expect_error "generation_config.json max_new_tokens 0" "field 'max_new_tokens' is 0, expected > 0" \
+  "$TXC" generate --model "$tmp/m" --prompt "Once upon a time"
+printf '{"bos_token_id": 1, "eos_token_id": 2, "num_beams": 4, "no_repeat_ngram_size": 3, "num_return_sequences": 1}\n' \
+  >"$tmp/m/generation_config.json"
+"$TXC" generate --model "$tmp/m" --prompt "Once upon a time" --max-new-tokens 40 >"$tmp/gcw" 2>"$tmp/gcw.err"
+if [ $? -eq 0 ] && cmp -s "$tmp/gcw" "$tmp/greedy" && [ "$(wc -l <"$tmp/gcw.err")" -eq 2 ] \
+  && grep -q "^txc: warning: generation_config.json: num_beams 4 is not implemented by txc and is ignored$" "$tmp/gcw.err" \
+  && grep -q "^txc: warning: generation_config.json: no_repeat_ngram_size 3 is not implemented" "$tmp/gcw.err"; then
+  ok "generation_config.json keys txc does not implement: one warning line each"
+else
+  bad "generation_config.json warnings: $(cat "$tmp/gcw.err")"
+fi
 expect_error "bad --temperature" "temperature" "$TXC" generate --model "$MODEL" --do-sample --temperature -1
 expect_error "zero --temperature" "temperature" "$TXC" generate --model "$MODEL" --do-sample --temperature 0
 expect_error "--temperature that overflows float32 logits" "1e-30" "$TXC" generate --model "$MODEL" --do-sample --temperature 1e-50

@@ -437,8 +437,46 @@ static void test_generation_config(void **state)
     expect_gen_fail("{\"top_k\": -1}", "field 'top_k' is -1");
     expect_gen_fail("{\"max_length\": \"20\"}", "field 'max_length' is a string");
     expect_gen_fail("{\"max_new_tokens\": -1}", "field 'max_new_tokens' is -1");
+    /* 0: GenerationConfig.validate() raises "`max_new_tokens` must be greater than 0" */
+    expect_gen_fail("{\"max_new_tokens\": 0}", "field 'max_new_tokens' is 0, expected > 0");
     expect_gen_fail("{\"eos_token_id\": [1,2,3,4,5,6,7,8,9]}", "field 'eos_token_id' has 9 ids");
     expect_gen_fail("{\"bos_token_id\": [1]}", "field 'bos_token_id' is an array");
+}
+
+/* Keys txc does not implement are listed (once each, in file order) where
+ * they would change transformers' output, not where they are off. */
+static void test_generation_config_ignored(void **state)
+{
+    (void)state;
+    txc_generation_config g;
+    assert_int_equal(parse_gen("{\"num_beams\": 1, \"no_repeat_ngram_size\": 0, \"typical_p\": 0.5, "
+                               "\"bad_words_ids\": null, \"suppress_tokens\": [], \"renormalize_logits\": false, "
+                               "\"transformers_version\": \"4.46.3\", \"use_cache\": true, \"custom_key\": 3}",
+                               &g),
+                     TXC_OK);
+    assert_int_equal(g.n_ignored, 0); /* all off (typical_p: greedy, where transformers skips it) */
+    assert_int_equal(parse_gen("{\"num_beams\": 4, \"do_sample\": true, \"typical_p\": 0.5, \"num_beams\": 3, "
+                               "\"no_repeat_ngram_size\": 3, \"bad_words_ids\": [[5, 6]], \"min_new_tokens\": 2, "
+                               "\"renormalize_logits\": true, \"temperature\": 0.7}",
+                               &g),
+                     TXC_OK);
+    assert_int_equal(g.n_ignored, 6);
+    assert_string_equal(g.ignored[0], "typical_p 0.5");
+    assert_string_equal(g.ignored[1], "num_beams 3"); /* the last value, once */
+    assert_string_equal(g.ignored[2], "no_repeat_ngram_size 3");
+    assert_string_equal(g.ignored[3], "bad_words_ids [[5,6]]");
+    assert_string_equal(g.ignored[4], "min_new_tokens 2");
+    assert_string_equal(g.ignored[5], "renormalize_logits true");
+    /* a long value is cut */
+    char big[600] = "{\"suppress_tokens\": [";
+    for (int i = 0; i < 100; i++)
+        strcat(big, i ? ",1000" : "1000");
+    strcat(big, "]}");
+    assert_int_equal(parse_gen(big, &g), TXC_OK);
+    assert_int_equal(g.n_ignored, 1);
+    assert_int_equal(strlen(g.ignored[0]), sizeof g.ignored[0] - 1);
+    assert_non_null(strstr(g.ignored[0], "suppress_tokens [1000,"));
+    assert_non_null(strstr(g.ignored[0], "..."));
 }
 
 int main(void)
@@ -451,6 +489,7 @@ int main(void)
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_files),
         cmocka_unit_test(test_generation_config),
+        cmocka_unit_test(test_generation_config_ignored),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,6 +40,8 @@ extern "C" {
 #endif
 
 #define TXC_MAX_EOS 8
+/* Most GenerationConfig keys txc does not implement listed per file. */
+#define TXC_MAX_IGNORED_GEN_KEYS 32
 /* Longest longrope short_factor / long_factor lists read (rotary_dim / 2). */
 #define TXC_MAX_ROPE_FACTORS 256
 /* Longest layer_types list read (one entry per layer). */
@@ -145,12 +147,23 @@ typedef struct txc_generation_config {
     double min_p;                   /* default 0 = none (GenerationConfig's None); in [0, 1] */
     double repetition_penalty;      /* default 1.0; > 0 */
     int64_t top_k;                  /* default 50; >= 0 (0 = no top-k) */
+    /* GenerationConfig keys that change what transformers generates but
+     * that txc does not implement, in file order, each once: present, not
+     * null and not at the value that turns them off (num_beams 1,
+     * no_repeat_ngram_size 0, ...; the sampling-only ones such as
+     * typical_p only with do_sample true, as transformers applies them).
+     * Each entry is "key value" (the value as JSON, cut to fit); the
+     * caller decides whether to warn (txc's command line prints one
+     * warning line per entry, as transformers warns). */
+    int n_ignored;
+    char ignored[TXC_MAX_IGNORED_GEN_KEYS][80];
 } txc_generation_config;
 
 /* Read model_dir/generation_config.json into *out. A missing file gives
  * the defaults with present = false and TXC_OK. Errors: TXC_ERR_IO
  * (exists but unreadable), TXC_ERR_FORMAT (as above; also out-of-range
- * sampling values). */
+ * sampling values, and max_new_tokens 0: transformers' GenerationConfig
+ * .validate() refuses max_new_tokens <= 0). */
 txc_status txc_generation_config_load(const char *model_dir, txc_generation_config *out);
 
 /* Parse generation_config.json text (sets present = true). */

@@ -131,6 +131,8 @@ const char *txc_tokenizer_id_to_token(const txc_tokenizer *tok, int32_t id);
 /* The id of a token string (added tokens first, then the model vocab), -1
  * when absent. */
 int32_t txc_tokenizer_token_to_id(const txc_tokenizer *tok, const char *token);
+/* Whether id is an added token's (tokenizer.json's added_tokens). */
+bool txc_tokenizer_is_added(const txc_tokenizer *tok, int32_t id);
 /* Whether id is an added token marked "special" (what skip_special_tokens drops). */
 bool txc_tokenizer_is_special(const txc_tokenizer *tok, int32_t id);
 /* The BOS id: the first SpecialToken of the post-processor's "single"

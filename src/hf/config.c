@@ -623,6 +623,70 @@ static txc_status check_range(const jctx *c, const char *key, double v, double l
     return TXC_OK;
 }
 
+/* GenerationConfig keys (transformers' generation/configuration_utils.py)
+ * that change the generated tokens and that txc does not implement, with
+ * the value that turns each off (what the key's absence means). */
+typedef enum { OFF_NULL, OFF_NUM, OFF_FALSE } off_kind;
+static const struct ignored_key {
+    const char *key;
+    off_kind off;
+    double num;      /* OFF_NUM: the value that is off */
+    bool sampling;   /* applied by transformers only with do_sample */
+} ignored_keys[] = {
+    {"num_beams", OFF_NUM, 1, false},           {"num_beam_groups", OFF_NUM, 1, false},
+    {"diversity_penalty", OFF_NUM, 0, false},   {"penalty_alpha", OFF_NUM, 0, false},
+    {"num_return_sequences", OFF_NUM, 1, false}, {"no_repeat_ngram_size", OFF_NUM, 0, false},
+    {"encoder_no_repeat_ngram_size", OFF_NUM, 0, false}, {"encoder_repetition_penalty", OFF_NUM, 1, false},
+    {"min_length", OFF_NUM, 0, false},          {"min_new_tokens", OFF_NUM, 0, false},
+    {"bad_words_ids", OFF_NULL, 0, false},      {"force_words_ids", OFF_NULL, 0, false},
+    {"constraints", OFF_NULL, 0, false},        {"sequence_bias", OFF_NULL, 0, false},
+    {"suppress_tokens", OFF_NULL, 0, false},    {"begin_suppress_tokens", OFF_NULL, 0, false},
+    {"forced_eos_token_id", OFF_NULL, 0, false}, {"exponential_decay_length_penalty", OFF_NULL, 0, false},
+    {"guidance_scale", OFF_NUM, 1, false},      {"stop_strings", OFF_NULL, 0, false},
+    {"max_time", OFF_NULL, 0, false},           {"renormalize_logits", OFF_FALSE, 0, false},
+    {"remove_invalid_values", OFF_FALSE, 0, false}, {"watermarking_config", OFF_NULL, 0, false},
+    {"dola_layers", OFF_NULL, 0, false},        {"prompt_lookup_num_tokens", OFF_NULL, 0, false},
+    {"token_healing", OFF_FALSE, 0, false},
+    {"typical_p", OFF_NUM, 1, true},            {"epsilon_cutoff", OFF_NUM, 0, true},
+    {"eta_cutoff", OFF_NUM, 0, true},           {"top_h", OFF_NULL, 0, true},
+};
+
+/* Whether `v` (present, not null) is the value that turns its key off:
+ * the number, false, or an empty list / object / string. */
+static bool is_off(const struct ignored_key *k, const cJSON *v)
+{
+    if ((cJSON_IsArray(v) || cJSON_IsObject(v)) && !v->child)
+        return true;
+    if (cJSON_IsString(v) && !*v->valuestring)
+        return true;
+    switch (k->off) {
+    case OFF_NUM: return cJSON_IsNumber(v) && v->valuedouble == k->num;
+    case OFF_FALSE: return cJSON_IsFalse(v);
+    case OFF_NULL: return false;
+    }
+    return false;
+}
+
+static void list_ignored(const jctx *c, txc_generation_config *o)
+{
+    o->n_ignored = 0;
+    for (const cJSON *e = c->obj->child; e && o->n_ignored < TXC_MAX_IGNORED_GEN_KEYS; e = e->next) {
+        const struct ignored_key *k = NULL;
+        for (size_t i = 0; i < sizeof ignored_keys / sizeof *ignored_keys && !k; i++)
+            if (e->string && strcmp(e->string, ignored_keys[i].key) == 0)
+                k = &ignored_keys[i];
+        if (!k || item(c, k->key) != e || is_off(k, e) || (k->sampling && !o->do_sample))
+            continue; /* (a key given twice: its last value, once) */
+        char *json = cJSON_PrintUnformatted(e);
+        char *d = o->ignored[o->n_ignored++];
+        size_t cap = sizeof o->ignored[0];
+        int n = snprintf(d, cap, "%s %s", k->key, json ? json : "?");
+        if (n >= (int)cap)
+            memcpy(d + cap - 4, "...", 4);
+        cJSON_free(json);
+    }
+}
+
 static txc_status parse_generation(const jctx *c, txc_generation_config *o)
 {
     TRY(get_token_id(c, "bos_token_id", &o->bos_token_id));
@@ -634,8 +698,9 @@ static txc_status parse_generation(const jctx *c, txc_generation_config *o)
         return txc_error(TXC_ERR_FORMAT, "%s: field 'max_length' is %" PRId64 ", expected >= 0",
                          c->origin, o->max_length);
     TRY(get_int(c, "max_new_tokens", &o->max_new_tokens, &found));
-    if (found && o->max_new_tokens < 0)
-        return txc_error(TXC_ERR_FORMAT, "%s: field 'max_new_tokens' is %" PRId64 ", expected >= 0",
+    if (found && o->max_new_tokens <= 0) /* GenerationConfig.validate() raises the same */
+        return txc_error(TXC_ERR_FORMAT, "%s: field 'max_new_tokens' is %" PRId64 ", expected > 0 (as "
+                         "transformers' GenerationConfig; absent or null: no limit of its own)",
                          c->origin, o->max_new_tokens);
     TRY(get_bool(c, "do_sample", &o->do_sample));
     TRY(get_double(c, "temperature", &o->temperature));
@@ -650,6 +715,7 @@ static txc_status parse_generation(const jctx *c, txc_generation_config *o)
     if (o->top_k < 0)
         return txc_error(TXC_ERR_FORMAT, "%s: field 'top_k' is %" PRId64 ", expected >= 0",
                          c->origin, o->top_k);
+    list_ignored(c, o);
     return TXC_OK;
 }
 

@@ -719,6 +719,11 @@ int32_t txc_tokenizer_token_to_id(const txc_tokenizer *t, const char *token)
     return t && token ? token_to_id(t, token, strlen(token)) : -1;
 }
 
+bool txc_tokenizer_is_added(const txc_tokenizer *t, int32_t id)
+{
+    return t && id >= 0 && id < t->n_ids && t->added_by_id[id] >= 0;
+}
+
 bool txc_tokenizer_is_special(const txc_tokenizer *t, int32_t id)
 {
     size_t len;

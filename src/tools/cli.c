@@ -307,9 +307,20 @@ bool txc_cli_load_model(const char *model_dir, const txc_model_options *mopts, t
     if (txc_generation_config_load(model_dir, gcfg) != TXC_OK) {
         txc_cli_fail("generation_config.json");
         ok = false;
-    } else if (txc_tokenizer_vocab_size(*tok) > mcfg->vocab_size) {
-        fprintf(stderr, "txc: tokenizer.json has ids up to %d, but config.json's vocab_size is %lld\n",
-                txc_tokenizer_vocab_size(*tok) - 1, (long long)mcfg->vocab_size);
+    }
+    for (int i = 0; ok && i < gcfg->n_ignored; i++) /* one line per key, as transformers warns */
+        fprintf(stderr, "txc: warning: generation_config.json: %s is not implemented by txc and is ignored\n",
+                gcfg->ignored[i]);
+    if (ok && txc_tokenizer_vocab_size(*tok) > mcfg->vocab_size) {
+        /* name the first token past the embedding rows (an added token, as a rule) */
+        int32_t id = (int32_t)mcfg->vocab_size;
+        while (id < txc_tokenizer_vocab_size(*tok) && !txc_tokenizer_id_to_token(*tok, id))
+            id++;
+        const char *t = txc_tokenizer_id_to_token(*tok, id);
+        fprintf(stderr, "txc: tokenizer.json has ids up to %d, but config.json's vocab_size is %lld: %s '%.60s' "
+                        "has id %d\n",
+                txc_tokenizer_vocab_size(*tok) - 1, (long long)mcfg->vocab_size,
+                txc_tokenizer_is_added(*tok, id) ? "the added token" : "the vocab's token", t ? t : "?", (int)id);
         ok = false;
     }
     if (!ok) {
