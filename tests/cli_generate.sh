@@ -151,6 +151,20 @@ copy_model; sed -i 's/"model_type": "llama"/"model_type": "rwkv"/' "$tmp/m/confi
 expect_error "unknown model_type" "model_type 'rwkv'" "$TXC" generate --model "$tmp/m"
 copy_model; sed -i 's/"type": "BPE"/"type": "WordPiece"/' "$tmp/m/tokenizer.json"
 expect_error "unsupported tokenizer model" "WordPiece" "$TXC" generate --model "$tmp/m"
+# tokenizer.json with more ids than config.json's vocab_size: the message names the added token past it.
+copy_model
+python3 - "$tmp/m/tokenizer.json" <<'PY' 2>/dev/null
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["added_tokens"].append({"id": 512, "content": "<|extra|>", "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": False, "special": True})
+json.dump(d, open(sys.argv[1], "w"))
+PY
+if [ $? -eq 0 ]; then
+  expect_error "vocab_size mismatch names the added token" \
+    "tokenizer.json has ids up to 512, but config.json's vocab_size is 512: the added token '<|extra|>' has id 512" \
+    "$TXC" generate --model "$tmp/m"
+fi
 copy_model; rm "$tmp/m/tokenizer.json"
 expect_error "missing tokenizer.json" "tokenizer.json" "$TXC" generate --model "$tmp/m"
 expect_error "prompt longer than max_cache_len" "max_cache_len 4" \
