@@ -93,6 +93,14 @@ expect_error "unsupported pre-tokenizer" "pre_tokenizer BertPreTokenizer not sup
 printf '{"model": ' >"$tmp/only/tokenizer.json"
 expect_error "corrupt tokenizer.json" "not valid JSON" "$TXC" tokenize --model "$tmp/only" "x"
 expect_error "id out of range" "txc: tokenizer: id 50257 at position 1 is out of range" "$TXC" tokenize --model "$TOK/gpt2" --decode 15496 50257
+expect_error "--decode ''" "--decode: no ids given" "$TXC" tokenize --model "$TOK/gpt2" --decode ''
+expect_error "--decode ', ,'" "--decode: no ids given" "$TXC" tokenize --model "$TOK/gpt2" --decode ', ,'
+# ids 0 and 2 only: 1 is a hole, 3 is out of range
+mkdir "$tmp/holes"
+printf '{"model":{"type":"BPE","vocab":{"a":0,"b":2},"merges":[]}}' >"$tmp/holes/tokenizer.json"
+expect_error "--decode a hole in the vocab" "--decode: id 1 is a hole in the vocabulary: no token has it (ids go up to 2)" \
+  "$TXC" tokenize --model "$tmp/holes" --decode 0 1
+expect_error "--decode past the vocab" "id 3 at position 0 is out of range" "$TXC" tokenize --model "$tmp/holes" --decode 3
 expect_error "negative id" "out of range" "$TXC" tokenize --model "$TOK/gpt2" --decode -1
 expect_error "id that is not a number" "bad id 'abc'" "$TXC" tokenize --model "$TOK/gpt2" --decode 1 abc
 expect_error "--decode without ids" "needs at least one ID" "$TXC" tokenize --model "$TOK/gpt2" --decode

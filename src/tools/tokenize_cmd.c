@@ -420,6 +420,17 @@ int txc_cmd_tokenize(int argc, char **argv)
         rc = run_bench(tok, model, load_ms, bench, (int)repeat, !no_special, json);
     } else if (do_decode) {
         rc = parse_ids(pos, n_pos, &ids, &n);
+        if (!rc && n == 0) {
+            fprintf(stderr, "txc: --decode: no ids given (the arguments are empty)\n");
+            rc = EXIT_ERROR;
+        }
+        /* an id below the vocab size without a token is a hole in the vocab, not out of range */
+        for (size_t i = 0; !rc && i < n; i++)
+            if (ids[i] >= 0 && ids[i] < txc_tokenizer_vocab_size(tok) && !txc_tokenizer_id_to_token(tok, ids[i])) {
+                fprintf(stderr, "txc: --decode: id %d is a hole in the vocabulary: no token has it (ids go up to "
+                                "%d)\n", (int)ids[i], (int)txc_tokenizer_vocab_size(tok) - 1);
+                rc = EXIT_ERROR;
+            }
         char *text = NULL;
         size_t len = 0;
         if (!rc && txc_tokenizer_decode(tok, ids, n, !keep_special, &text, &len) != TXC_OK)
