@@ -46,6 +46,8 @@ static void expect_text_fail(const char *text, const char *substr)
     assert_non_null(strstr(txc_last_error(), substr));
 }
 
+static void expect_gen_fail(const char *text, const char *substr);
+
 static void test_real_config(void **state)
 {
     (void)state;
@@ -293,6 +295,17 @@ static void test_config_errors(void **state)
     txc_clear_error();
     assert_int_equal(txc_hf_config_parse("{}", 2, NULL, NULL), TXC_ERR_INVALID);
     txc_clear_error();
+    /* A NUL inside a string ("llama\u0000qwen" would read as "llama") is refused, naming the field. */
+    expect_text_fail("{\"model_type\": \"llama\\u0000qwen\", \"vocab_size\": 100, \"hidden_size\": 64, "
+                     "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4}",
+                     "cfg.json: field 'model_type' holds a NUL character");
+    expect_cfg_fail("\"rope_scaling\": {\"rope_type\": \"linear\\u0000\", \"factor\": 2.0}",
+                    "field 'rope_scaling' holds a NUL character");
+    expect_cfg_fail("\"architectures\": [\"A\", \"B\\u0000\"]", "field 'architectures' holds a NUL character");
+    expect_gen_fail("{\"eos_token_id\": 2, \"x\\u0000\": 1}", "field 'x' holds a NUL character");
+    /* an escaped backslash before "u0000" is no NUL */
+    assert_int_equal(parse_cfg("\"architectures\": [\"A\\\\u0000\"]", &c), TXC_OK);
+    assert_string_equal(c.architecture, "A\\u0000");
 }
 
 static void test_files(void **state)

@@ -165,6 +165,49 @@ static txc_status get_eos(const jctx *c, const char *key, int64_t *ids, int *n)
 }
 
 /* Parse `len` bytes as one JSON object (trailing whitespace allowed). */
+/* cJSON decodes "\u0000" into a NUL byte inside a C string: "llama\u0000x"
+ * would read as "llama". Finds the first string (key or value) of the
+ * valid JSON text `s` holding that escape; *key: the top-level key it is
+ * under (the key itself when it is the one), cut to `cap`. */
+static bool find_nul_escape(const char *s, size_t len, char *key, size_t cap)
+{
+    int depth = 0;
+    bool expect_key = false;
+    const char *k = "";
+    size_t k_len = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = s[i];
+        if (ch == '{' || ch == '[') {
+            depth++;
+            expect_key = depth == 1 && ch == '{';
+        } else if (ch == '}' || ch == ']') {
+            depth--;
+        } else if (ch == ',' && depth == 1) {
+            expect_key = true;
+        } else if (ch == '"') {
+            size_t start = ++i;
+            bool nul = false;
+            for (; i < len && s[i] != '"'; i++)
+                if (s[i] == '\\') {
+                    nul |= i + 5 < len && s[i + 1] == 'u' && memcmp(s + i + 2, "0000", 4) == 0;
+                    i++;
+                }
+            if (depth == 1 && expect_key) {
+                k = s + start;
+                k_len = i - start;
+                expect_key = false;
+            }
+            if (nul) {
+                size_t n = strcspn(k, "\\\""); /* up to the first escape */
+                n = n < k_len ? n : k_len;
+                snprintf(key, cap, "%.*s", (int)(n < cap ? n : cap - 1), k);
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 static txc_status parse_object(const char *text, size_t len, const char *origin, cJSON **out)
 {
     *out = NULL;
@@ -185,6 +228,12 @@ static txc_status parse_object(const char *text, size_t len, const char *origin,
                                   txc_hf_json_kind(root));
         cJSON_Delete(root);
         return rc;
+    }
+    char key[64];
+    if (find_nul_escape(text, len, key, sizeof key)) {
+        cJSON_Delete(root);
+        return txc_error(TXC_ERR_FORMAT, "%s: field '%s' holds a NUL character (\\u0000)", origin,
+                         key);
     }
     *out = root;
     return TXC_OK;
