@@ -149,6 +149,13 @@ copy_model; sed -i 's/"hidden_size": 64/"hidden_size": 128/' "$tmp/m/config.json
 expect_error "shape disagrees with config.json" "hidden_size" "$TXC" generate --model "$tmp/m"
 copy_model; sed -i 's/"model_type": "llama"/"model_type": "rwkv"/' "$tmp/m/config.json"
 expect_error "unknown model_type" "model_type 'rwkv'" "$TXC" generate --model "$tmp/m"
+# llama weights under another model_type: the first missing tensor is named (not a tensor count)
+copy_model; sed -i 's/"model_type": "llama"/"model_type": "qwen2"/' "$tmp/m/config.json"
+expect_error "llama weights as qwen2" "tensor 'model.layers.0.self_attn.q_proj.bias' is missing" "$TXC" generate --model "$tmp/m"
+copy_model; sed -i 's/"model_type": "llama"/"model_type": "gpt2"/' "$tmp/m/config.json"
+expect_error "llama weights as gpt2" "tensor 'transformer.wte.weight' is missing" "$TXC" generate --model "$tmp/m"
+copy_model; sed -i 's/"num_hidden_layers": 5/"num_hidden_layers": 100/' "$tmp/m/config.json"
+expect_error "more layers than tensors" "num_hidden_layers 100, but model.safetensors has only" "$TXC" generate --model "$tmp/m"
 copy_model; sed -i 's/"type": "BPE"/"type": "WordPiece"/' "$tmp/m/tokenizer.json"
 expect_error "unsupported tokenizer model" "WordPiece" "$TXC" generate --model "$tmp/m"
 # tokenizer.json with more ids than config.json's vocab_size: the message names the added token past it.
