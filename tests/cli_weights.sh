@@ -70,6 +70,48 @@ done
   && grep -q "^tokens: all modes agree" "$tmp/syn" && ok "bench --synthetic --weights mmap,copy" \
   || bad "bench --synthetic --weights: $(cat "$tmp/syn" "$tmp/err")"
 
+# --- non-finite weights: --check-tensors, and a --dtype conversion that overflows ------------
+# Copies of stories260K with one weight changed: a NaN (nan/), 1e6 (big/: float16's inf).
+if command -v python3 >/dev/null && python3 - "$MODEL" "$tmp" <<'PY'
+import json, shutil, struct, sys, os
+src, tmp = sys.argv[1], sys.argv[2]
+b = open(src + "/model.safetensors", "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+t = json.loads(b[8:8 + n])["model.layers.1.mlp.down_proj.weight"]  # float32 (64, 172)
+off = 8 + n + t["data_offsets"][0]
+for d, val, idx in (("nan", float("nan"), 172 * 3 + 70), ("big", 1e6, 5)):
+    os.mkdir(f"{tmp}/{d}")
+    bb = bytearray(b)
+    bb[off + 4 * idx:off + 4 * idx + 4] = struct.pack("<f", val)
+    open(f"{tmp}/{d}/model.safetensors", "wb").write(bb)
+    for f in ("config.json", "tokenizer.json", "generation_config.json"):
+        shutil.copy(f"{src}/{f}", f"{tmp}/{d}/")
+PY
+then
+  expect_error "--check-tensors: a NaN names the tensor and the index" \
+    "tensor 'model.layers.1.mlp.down_proj.weight' has a NaN at index \[3, 70\]" \
+    "$TXC" generate --model "$tmp/nan" --check-tensors
+  printf '{{ bos_token }}{%% for m in messages %%}{{ m.content }}{%% endfor %%}' >"$tmp/nan/chat_template.jinja"
+  expect_error "chat --check-tensors" "has a NaN at index \[3, 70\]" sh -c 'echo Hi | "$@"' _ \
+    "$TXC" chat --model "$tmp/nan" --check-tensors
+  expect_error "bench --check-tensors" "has a NaN at index \[3, 70\]" "$TXC" bench --model "$tmp/nan" --check-tensors
+  "$TXC" generate --model "$tmp/nan" --check-tensors --mmap --max-new-tokens 2 >/dev/null 2>"$tmp/e"
+  grep -q "has a NaN at index" "$tmp/e" && ok "--check-tensors with --mmap" || bad "--check-tensors --mmap: $(cat "$tmp/e")"
+  "$TXC" generate --model "$tmp/big" --check-tensors --max-new-tokens 2 >/dev/null 2>&1 \
+    && ok "--check-tensors: 1e6 is finite in float32" || bad "--check-tensors refused a finite model"
+  "$TXC" generate --model "$tmp/big" --dtype f16 --max-new-tokens 2 --no-compile-cache >/dev/null 2>"$tmp/e"
+  [ $? -eq 0 ] && [ "$(wc -l <"$tmp/e")" -eq 1 ] \
+    && grep -q "^txc: warning: --dtype float16: 1 values of tensor 'model.layers.1.mlp.down_proj.weight' overflow to inf" "$tmp/e" \
+    && ok "--dtype f16 overflowing to inf: one warning line naming the tensor" || bad "overflow warning: $(cat "$tmp/e")"
+  "$TXC" generate --model "$MODEL" --dtype f16 --max-new-tokens 2 --no-compile-cache >/dev/null 2>"$tmp/e"
+  [ ! -s "$tmp/e" ] && ok "--dtype f16 without overflow: no warning" || bad "spurious warning: $(cat "$tmp/e")"
+  expect_error "--check-tensors --dtype f16: the overflow is an error" \
+    "tensor 'model.layers.1.mlp.down_proj.weight': 1 values overflow float16 to inf" \
+    "$TXC" generate --model "$tmp/big" --dtype f16 --check-tensors
+else
+  ok "non-finite weights checks skipped (no python3)"
+fi
+
 # --- bad flags ------------------------------------------------------------------------
 expect_error "--mmap takes no value" "option '--mmap=1' is unknown or needs a value" \
   "$TXC" generate --model "$MODEL" --mmap=1

@@ -84,6 +84,13 @@ typedef struct txc_weights_info {
     bool hugepages;         /* COPY: MADV_HUGEPAGE was accepted */
     double copy_ms;         /* COPY: wall time of the copy */
     double load_ms;         /* wall time of txc_model_load (the copy included) */
+    /* convert_dtype: values finite in the file that the conversion turned
+     * into +-inf (float16 past 65504, bfloat16 past ~3.39e38): how many
+     * tensors, and the first such tensor's name and count (without
+     * check_tensors this is no error; the caller may warn). */
+    int n_overflow_tensors;
+    char overflow_tensor[128];
+    int64_t overflow_values;
 } txc_weights_info;
 
 typedef struct txc_model_options {
@@ -100,6 +107,11 @@ typedef struct txc_model_options {
     txc_weights_mode weights;
     /* COPY: do not ask for transparent huge pages. */
     bool no_hugepages;
+    /* Scan every parameter at load for NaN and +-inf (llama.cpp's
+     * --check-tensors): the values in the file, and with convert_dtype the
+     * converted ones; the first found fails the load (TXC_ERR_FORMAT naming
+     * the tensor and the element's index). Every page of the file is read. */
+    bool check_tensors;
 } txc_model_options;
 
 /* Load a Hugging Face model folder: config.json, model.safetensors (or a

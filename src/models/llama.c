@@ -167,6 +167,19 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
     if (!txc_dtype_is_float(t->dtype))
         return txc_error(TXC_ERR_UNSUPPORTED, "model.safetensors: tensor '%s' has dtype %s (expected a float dtype)",
                          name, txc_dtype_name(t->dtype));
+    const int64_t numel = (int64_t)(t->nbytes / txc_dtype_size(t->dtype));
+    if (m->check_tensors) {
+        int64_t bad;
+        bool nan;
+        int64_t at = txc_weights_first_nonfinite(t->data, t->dtype, numel, &bad, &nan);
+        if (at >= 0) {
+            char idx[96];
+            txc_weights_index_str(idx, sizeof idx, t->ndim, t->shape, at);
+            return txc_error(TXC_ERR_FORMAT, "model.safetensors: tensor '%s' has %s at index %s (%lld non-finite "
+                                             "values in all; check_tensors)",
+                             name, nan ? "a NaN" : "an inf", idx, (long long)bad);
+        }
+    }
     txc_array *arr;
     if (t->aligned) { /* in place, zero copy */
         arr = txc_array_from_storage(t->storage, t->byte_offset, t->dtype, t->ndim, t->shape);
@@ -182,6 +195,22 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
         txc_tensor *c = txc_to_dtype(w, want);
         txc_tensor_release(w);
         w = c;
+        /* narrowed: did a finite value overflow to inf? */
+        int64_t after = 0, before = 0;
+        if (w && want != TXC_F32 && txc_weights_first_nonfinite(txc_tensor_data_ptr(w), want, numel, &after, NULL) >= 0)
+            txc_weights_first_nonfinite(t->data, t->dtype, numel, &before, NULL);
+        if (after > before) {
+            if (m->check_tensors) {
+                txc_tensor_release(w);
+                return txc_error(TXC_ERR_FORMAT, "model.safetensors: tensor '%s': %lld values overflow %s to inf "
+                                                 "in the conversion (check_tensors)",
+                                 name, (long long)(after - before), txc_dtype_name(want));
+            }
+            if (m->weights.n_overflow_tensors++ == 0) {
+                snprintf(m->weights.overflow_tensor, sizeof m->weights.overflow_tensor, "%s", name);
+                m->weights.overflow_values = after - before;
+            }
+        }
     }
     if (!w)
         return txc_last_status();
@@ -381,6 +410,7 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
         m->convert_dtype = true;
         m->weights_dtype = opts->dtype;
     }
+    m->check_tensors = opts && opts->check_tensors;
     txc_weights_mode weights = opts ? opts->weights : TXC_WEIGHTS_DEFAULT;
     if (weights == TXC_WEIGHTS_DEFAULT)
         weights = TXC_WEIGHTS_DEFAULT_MODE;

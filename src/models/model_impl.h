@@ -128,6 +128,7 @@ struct txc_model {
     double attn_softcap, final_softcap; /* tanh soft-capping of scores / logits, 0 = none */
     int64_t max_positions;      /* see txc_model_max_positions */
     bool convert_dtype;         /* txc_model_options: 2-d weights converted to weights_dtype at load */
+    bool check_tensors;         /* txc_model_options.check_tensors */
     txc_dtype weights_dtype;
     txc_weights_info weights;   /* see txc_model_weights_info */
 };
@@ -141,6 +142,13 @@ txc_status txc_model_place_weights(txc_model *m, const txc_safetensors *st, txc_
 /* Tests: copy with memcpy from the mapping (the fallback when a file cannot
  * be read) instead of pread. */
 void txc_model_test_force_memcpy(bool on);
+
+/* The first of the n elements of `data` (float32, float16 or bfloat16)
+ * that is NaN or +-inf, -1 when none; *count: how many are (may be NULL);
+ * *is_nan: whether the first one is a NaN (may be NULL). Any alignment. */
+int64_t txc_weights_first_nonfinite(const void *data, txc_dtype dtype, int64_t n, int64_t *count, bool *is_nan);
+/* "[i, j]": the flat index of a row-major tensor of `shape` per dimension. */
+void txc_weights_index_str(char *buf, size_t cap, int ndim, const int64_t *shape, int64_t flat);
 
 /* The activation of config.hidden_act (silu, gelu, gelu_pytorch_tanh,
  * gelu_new, relu); NULL input passes through. */

@@ -25,6 +25,7 @@
 #include "txc/threads.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,7 +121,10 @@ static int shard_of(const txc_safetensors *st, const txc_storage *s)
 
 txc_status txc_model_place_weights(txc_model *m, const txc_safetensors *st, txc_weights_mode mode, bool hugepages)
 {
-    m->weights = (txc_weights_info){.mode = mode};
+    txc_weights_info kept = m->weights; /* what the conversions found */
+    m->weights = (txc_weights_info){.mode = mode, .n_overflow_tensors = kept.n_overflow_tensors,
+                                    .overflow_values = kept.overflow_values};
+    memcpy(m->weights.overflow_tensor, kept.overflow_tensor, sizeof kept.overflow_tensor);
     /* The distinct arrays in a file mapping (a tensor may share its array). */
     txc_array **src = malloc(((size_t)m->n_params + 1) * sizeof *src);
     size_t *off = malloc(((size_t)m->n_params + 1) * sizeof *off);
@@ -216,4 +220,54 @@ done:
     free(src);
     free(off);
     return s;
+}
+
+/* ---- non-finite values (--check-tensors, conversion overflow) ----------------------
+ * By the bits: an all-ones exponent is inf (mantissa 0) or NaN. */
+
+int64_t txc_weights_first_nonfinite(const void *data, txc_dtype dtype, int64_t n, int64_t *count, bool *is_nan)
+{
+    const unsigned char *p = data;
+    int64_t first = -1, bad = 0;
+    bool nan = false;
+    for (int64_t i = 0; i < n; i++) {
+        bool inf_or_nan, mant;
+        if (dtype == TXC_F32) {
+            uint32_t u;
+            memcpy(&u, p + 4 * i, 4);
+            inf_or_nan = (u & 0x7f800000u) == 0x7f800000u;
+            mant = (u & 0x007fffffu) != 0;
+        } else {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, 2);
+            uint16_t e = dtype == TXC_F16 ? 0x7c00 : 0x7f80; /* (bfloat16: float32's top half) */
+            inf_or_nan = (h & e) == e;
+            mant = (h & (uint16_t)~(e | 0x8000)) != 0;
+        }
+        if (inf_or_nan) {
+            if (first < 0)
+                first = i, nan = mant;
+            bad++;
+        }
+    }
+    if (count)
+        *count = bad;
+    if (is_nan)
+        *is_nan = nan;
+    return first;
+}
+
+void txc_weights_index_str(char *buf, size_t cap, int ndim, const int64_t *shape, int64_t flat)
+{
+    int64_t idx[TXC_MAX_DIMS];
+    for (int d = ndim - 1; d >= 0; d--) {
+        idx[d] = shape[d] > 0 ? flat % shape[d] : 0;
+        flat = shape[d] > 0 ? flat / shape[d] : 0;
+    }
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < ndim && n < cap; d++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", d ? ", " : "[", (long long)idx[d]);
+    if (n < cap)
+        snprintf(buf + n, cap - n, ndim ? "]" : "[]");
 }

@@ -151,6 +151,7 @@ static void usage_bench(FILE *f)
             "                 [--max-cache-len N] [--baseline-limit SECONDS] [--json]\n"
             "                 [--compile-cache DIR | --no-compile-cache] [--threads N] [--membw]\n"
             "                 [--mmap | --no-mmap | --weights mmap,copy] [--no-hugepages] [--profile]\n"
+            "                 [--check-tensors]\n"
             "\n"
             "The torchax article's table for one model on this machine: greedy generation of the\n"
             "same prompt in each mode, each with a fresh generator, no stop on eos.\n"
@@ -179,6 +180,7 @@ static void usage_bench(FILE *f)
             "                       them into anonymous memory (huge pages; the default)\n"
             "  --weights LIST       run the rows under each of mmap,copy (reloading the model)\n"
             "  --no-hugepages       with the copy: do not ask for transparent huge pages\n"
+            "  --check-tensors      scan the weights at load for NaN and inf (llama.cpp's flag)\n"
             "  --profile            time each kernel of the compiled steps and print the decode\n"
             "                       step's time by op for the jit rows (two clock reads per kernel)\n");
 }
@@ -987,7 +989,7 @@ int txc_cmd_bench(int argc, char **argv)
         {"json", no_argument, 0, 'j'},               {"help", no_argument, 0, 'h'},
         {"compile-cache", required_argument, 0, 'C'}, {"no-compile-cache", no_argument, 0, 'N'},
         {"threads", required_argument, 0, 'T'},      {"membw", no_argument, 0, 'W'},
-        {"profile", no_argument, 0, 'R'},
+        {"profile", no_argument, 0, 'R'},           {"check-tensors", no_argument, 0, 'K'},
         {"weights", required_argument, 0, 'w'},      TXC_CLI_WEIGHTS_LONGOPTS,
         {0, 0, 0, 0},
     };
@@ -1009,6 +1011,7 @@ int txc_cmd_bench(int argc, char **argv)
         case 'N': no_compile_cache = true; break;
         case 'W': membw = true; break;
         case 'R': profile = true; break;
+        case 'K': wopts.check_tensors = true; break;
         case 'T':
             if (!txc_cli_parse_threads(optarg, &threads))
                 return EXIT_ERROR;
@@ -1142,7 +1145,7 @@ int txc_cmd_bench(int argc, char **argv)
     txc_model *model = NULL;
     /* (a synthetic model's --dtype is its file's dtype: nothing to convert) */
     txc_model_options mo = {.convert_dtype = dtype_name != NULL && !synthetic, .dtype = dtype, .weights = wmodes[0],
-                            .no_hugepages = wopts.no_hugepages};
+                            .no_hugepages = wopts.no_hugepages, .check_tensors = wopts.check_tensors};
     bi.loads[0].hwm_reset = reset_peak_rss();
     double t0 = txc_cli_now_ms();
     if (synthetic) {
@@ -1158,6 +1161,7 @@ int txc_cmd_bench(int argc, char **argv)
             fprintf(stderr, "bench: loading %s (%s)...\n", model_dir, txc_weights_mode_name(wmodes[0]));
         if (txc_model_load(model_dir, &mo, &model) != TXC_OK)
             return txc_cli_fail_in(model_dir);
+        txc_cli_warn_overflow(model, &mo);
         const char *td = txc_model_config(model)->torch_dtype;
         snprintf(bi.file_dtype, sizeof bi.file_dtype, "%s", *td ? td : "unknown"); /* (the model may be reloaded) */
     }

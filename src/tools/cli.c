@@ -183,6 +183,19 @@ bool txc_cli_weights_option(int ch, txc_model_options *o)
     }
 }
 
+void txc_cli_warn_overflow(const txc_model *model, const txc_model_options *mopts)
+{
+    txc_weights_info w = txc_model_weights_info(model);
+    if (w.n_overflow_tensors == 0)
+        return;
+    char more[64] = "";
+    if (w.n_overflow_tensors > 1)
+        snprintf(more, sizeof more, " (and %d more tensors)", w.n_overflow_tensors - 1);
+    fprintf(stderr, "txc: warning: --dtype %s: %lld values of tensor '%s' overflow to inf in the conversion%s; "
+                    "the text may be garbage (--check-tensors makes this an error)\n",
+            txc_dtype_name(mopts->dtype), (long long)w.overflow_values, w.overflow_tensor, more);
+}
+
 void txc_cli_print_load(FILE *f, const txc_model *model, double load_ms)
 {
     txc_weights_info w = txc_model_weights_info(model);
@@ -213,6 +226,7 @@ int txc_cli_gen_option(txc_cli_gen_flags *f, int ch, const char *arg)
             return -1;
         f->have_seed = true;
         return 1;
+    case TXC_CLI_OPT_CHECK_TENSORS: f->mopts.check_tensors = true; return 1;
     case TXC_CLI_OPT_JIT: f->jit = 1; return 1;
     case TXC_CLI_OPT_NO_JIT: f->jit = 0; return 1;
     case TXC_CLI_OPT_COMPILE_CACHE: f->compile_cache = arg; return 1;
@@ -302,6 +316,7 @@ bool txc_cli_load_model(const char *model_dir, const txc_model_options *mopts, t
         return false;
     }
     *load_ms = txc_cli_now_ms() - t0;
+    txc_cli_warn_overflow(*model, mopts);
     const txc_hf_config *mcfg = txc_model_config(*model);
     bool ok = true;
     if (txc_generation_config_load(model_dir, gcfg) != TXC_OK) {

@@ -71,6 +71,13 @@ enum { TXC_CLI_OPT_MMAP = 0x7700, TXC_CLI_OPT_NO_MMAP, TXC_CLI_OPT_NO_HUGEPAGES 
     "                      faster decode)\n"                                                        \
     "  --no-hugepages      with the copy: do not ask for transparent huge pages\n"
 bool txc_cli_weights_option(int ch, txc_model_options *o);
+#define TXC_CLI_CHECK_TENSORS_HELP                                                                   \
+    "  --check-tensors     scan the weights at load for NaN and inf (llama.cpp's flag): the first\n" \
+    "                      one found is an error naming the tensor and the index\n"
+/* After a load: one warning line on stderr when the --dtype conversion
+ * turned finite weights into inf (txc_weights_info.n_overflow_tensors),
+ * naming the first such tensor; nothing otherwise. */
+void txc_cli_warn_overflow(const txc_model *model, const txc_model_options *mopts);
 /* The --verbose line of a load: "load: T ms (copy|mmap, N MB[, huge pages];
  * weights W ms[, of which copy C ms])", T the whole load (model, tokenizer,
  * ...), W txc_model_load's share. */
@@ -85,7 +92,8 @@ void txc_cli_print_load(FILE *f, const txc_model *model, double load_ms);
 enum {
     TXC_CLI_OPT_SAMPLE = 0x7800, TXC_CLI_OPT_GREEDY, TXC_CLI_OPT_TEMPERATURE, TXC_CLI_OPT_TOP_K, TXC_CLI_OPT_TOP_P,
     TXC_CLI_OPT_MIN_P, TXC_CLI_OPT_REP, TXC_CLI_OPT_SEED, TXC_CLI_OPT_JIT, TXC_CLI_OPT_NO_JIT,
-    TXC_CLI_OPT_COMPILE_CACHE, TXC_CLI_OPT_NO_COMPILE_CACHE, TXC_CLI_OPT_DTYPE, TXC_CLI_OPT_THREADS
+    TXC_CLI_OPT_COMPILE_CACHE, TXC_CLI_OPT_NO_COMPILE_CACHE, TXC_CLI_OPT_DTYPE, TXC_CLI_OPT_THREADS,
+    TXC_CLI_OPT_CHECK_TENSORS
 };
 #define TXC_CLI_GEN_LONGOPTS                                                                              \
     {"do-sample", no_argument, 0, TXC_CLI_OPT_SAMPLE}, {"greedy", no_argument, 0, TXC_CLI_OPT_GREEDY},     \
@@ -98,7 +106,7 @@ enum {
         {"compile-cache", required_argument, 0, TXC_CLI_OPT_COMPILE_CACHE},                               \
         {"no-compile-cache", no_argument, 0, TXC_CLI_OPT_NO_COMPILE_CACHE},                               \
         {"dtype", required_argument, 0, TXC_CLI_OPT_DTYPE}, {"threads", required_argument, 0, TXC_CLI_OPT_THREADS}, \
-        TXC_CLI_WEIGHTS_LONGOPTS
+        {"check-tensors", no_argument, 0, TXC_CLI_OPT_CHECK_TENSORS}, TXC_CLI_WEIGHTS_LONGOPTS
 #define TXC_CLI_GEN_HELP                                                                                  \
     "  --jit, --no-jit     compile the prefill and decode steps into cached plans (default)\n"           \
     "                      or run every op eagerly\n"                                                    \
@@ -108,7 +116,7 @@ enum {
     "  --dtype D           the weights' dtype in memory: f32, bf16 or f16, converted once at\n"          \
     "                      load (default: as stored in the files); activations are f32\n"               \
     "  --threads N         threads, 1 to 256 (default: $TXC_THREADS, else the CPUs this process may use)\n" \
-    TXC_CLI_WEIGHTS_HELP                                                                             \
+    TXC_CLI_CHECK_TENSORS_HELP TXC_CLI_WEIGHTS_HELP                                                                             \
     "Decoding (defaults from generation_config.json, else greedy; flags override it):\n"                 \
     "  --do-sample         sample the next token (transformers' do_sample=True)\n"                       \
     "  --greedy            argmax, even when generation_config.json says do_sample\n"                    \
