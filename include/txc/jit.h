@@ -51,6 +51,13 @@
  * plan's path is skipped without being opened for a blocking read. A folder that cannot be written
  * is not an error of the call: the plan is compiled and used as without a
  * cache, and the stats count it.
+ *
+ * Size cap (txc_jit_set_compile_cache_max_bytes, default
+ * TXC_JIT_COMPILE_CACHE_MAX_BYTES): after each save the folder's plan files
+ * (*.txcplan, of every jit and process using it) are kept within the cap by
+ * deleting the least recently used first, as ccache's max_size does; a
+ * file's modification time is its last use (set when saved, touched when
+ * loaded). The plan just saved is kept, even alone over the cap.
  */
 #ifndef TXC_JIT_H
 #define TXC_JIT_H
@@ -97,6 +104,7 @@ typedef struct txc_jit_stats {
     uint64_t cache_rejects; /* files found for a key but not used (corrupt, stale, not a regular file):
                                recompiled, overwritten */
     uint64_t cache_errors;  /* plans that could not be written (e.g. a read-only folder); the calls succeeded */
+    uint64_t cache_evictions; /* plan files deleted to keep the folder within its size cap */
     double trace_ms;        /* the part of compile_ms spent tracing */
     const char *last_compile_source; /* of the last plan made: "compiled", "loaded from cache"; "" before any */
 } txc_jit_stats;
@@ -147,6 +155,13 @@ void txc_jit_dump_last_graph(const txc_jit *jit, void *file);
  * when needed); NULL or "" turns the compile cache off (the default).
  * Errors: TXC_ERR_INVALID for a path too long, TXC_ERR_NOMEM. */
 txc_status txc_jit_set_compile_cache(txc_jit *jit, const char *dir);
+/* The default size cap of a compile cache folder: 256 MiB (a small model's
+ * plans take tens of KB each, a 1B model's about a MB). */
+#define TXC_JIT_COMPILE_CACHE_MAX_BYTES ((int64_t)256 << 20)
+
+/* Cap the compile cache folder at max_bytes of plan files (0: no cap); see
+ * "Size cap" above. Errors: TXC_ERR_INVALID for a negative size. */
+txc_status txc_jit_set_compile_cache_max_bytes(txc_jit *jit, int64_t max_bytes);
 /* The folder set, or NULL. */
 const char *txc_jit_compile_cache(const txc_jit *jit);
 /* What the compile cache did at the last compilation: "compile cache:

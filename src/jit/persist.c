@@ -1068,6 +1068,7 @@ txc_persist_result txc_persist_load(const char *path, txc_plan_key key, const tx
     *out = g;
     *arena_bytes = arena;
     res = TXC_PERSIST_LOADED;
+    futimens(fd, NULL); /* its last use, for the size cap's LRU eviction (txc_persist_trim); best effort */
 done:
     free(data);
     close(fd);
