@@ -33,10 +33,12 @@
  * made the plan the least recently used one and it was dropped. Copy
  * (txc_clone) what must outlive that. Do not release them.
  *
- * Plans held: at most TXC_JIT_MAX_PLANS per jit; a new signature beyond
- * that drops the least recently used plan (torch._dynamo's recompile limit
- * is 8 per frame; a DynamicCache compiled step makes a new signature every
- * token, and holding every plan grew memory by megabytes per token).
+ * Plans held: at most TXC_JIT_MAX_PLANS per jit, their arenas at most
+ * TXC_JIT_MAX_PLAN_BYTES together; a new signature beyond either drops the
+ * least recently used plans, never the new one (torch._dynamo's recompile
+ * limit is 8 per frame; a DynamicCache compiled step makes a new signature
+ * every token, each plan's arena holding the concatenated cache: holding 16
+ * grew a 135M model's peak by 200 MB).
  *
  * Compile cache (off unless txc_jit_set_compile_cache names a folder): a
  * compiled plan is also written to <dir>/<name>-<key>.txcplan, the key
@@ -92,7 +94,8 @@ typedef struct txc_jit_stats {
                               reading the file when loaded */
     double last_compile_ms;
     int n_plans;           /* plans held (at most TXC_JIT_MAX_PLANS) */
-    uint64_t evictions;    /* plans dropped, least recently used first, to stay within TXC_JIT_MAX_PLANS */
+    uint64_t evictions;    /* plans dropped, least recently used first, to stay within TXC_JIT_MAX_PLANS
+                              and TXC_JIT_MAX_PLAN_BYTES */
     int64_t arena_bytes;   /* arena of the last plan run */
     int nodes_traced;      /* of the last compilation: ops recorded... */
     int nodes_compiled;    /* ...and kernel launches left after the passes */
@@ -127,8 +130,10 @@ void txc_jit_set_profile(txc_jit *jit, bool on);
  * kinds ran (may exceed max). */
 int txc_jit_get_profile(const txc_jit *jit, txc_jit_op_time *out, int max);
 
-/* Plans one jit holds at most (see "Plans held" above). */
+/* Plans one jit holds at most, and the bytes of their arenas together (see
+ * "Plans held" above; the newest plan is held whatever its size). */
 #define TXC_JIT_MAX_PLANS 16
+#define TXC_JIT_MAX_PLAN_BYTES ((int64_t)16 << 20)
 
 /* A jit of `fn` in `env` (NULL: active). `name` is used in messages. */
 txc_jit *txc_jit_new(txc_env *env, const char *name, txc_jit_fn fn, void *ctx);

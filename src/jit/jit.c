@@ -802,10 +802,16 @@ txc_status txc_jit_call(txc_jit *jit, txc_tensor *const *in, int n, const char *
         p->next = jit->plans;
         jit->plans = p;
         jit->stats.n_plans++;
-        if (jit->stats.n_plans > TXC_JIT_MAX_PLANS) { /* drop the least recently used (never p: it is first) */
+        int64_t held = 0;
+        for (txc_plan *q = jit->plans; q; q = q->next)
+            held += q->arena_bytes;
+        /* drop the least recently used (never p: it is first) while over
+         * either limit */
+        while (jit->stats.n_plans > 1 && (jit->stats.n_plans > TXC_JIT_MAX_PLANS || held > TXC_JIT_MAX_PLAN_BYTES)) {
             txc_plan **last = &jit->plans;
             while ((*last)->next)
                 last = &(*last)->next;
+            held -= (*last)->arena_bytes;
             plan_free(*last);
             *last = NULL;
             jit->stats.n_plans--;
