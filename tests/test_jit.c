@@ -154,6 +154,48 @@ static void test_plan_limit(void **state)
     txc_env_scope_end(env, mark);
 }
 
+/* The plans held keep their arenas within TXC_JIT_MAX_PLAN_BYTES together:
+ * signatures with multi-MB arenas (a DynamicCache step's concatenated
+ * cache) do not pile up 16 of them; a plan over the budget alone is held. */
+static void test_plan_bytes_limit(void **state)
+{
+    (void)state;
+    int mark = txc_env_scope_begin(env);
+    txc_tensor *w = make(2, (int64_t[]){3, 4}, 0.2f), *b = make(1, (int64_t[]){3}, 0.3f);
+    txc_jit *jit = txc_jit_new(env, "mlp", mlp, NULL);
+    unsigned char flag = 1;
+    txc_tensor *in[3] = {NULL, w, b}, *out[1];
+    int n_out;
+    int64_t arena = 0;
+    for (int r = 0; r < 8; r++) { /* ~100k rows: arenas of a few MB, a new signature each */
+        int mark2 = txc_env_scope_begin(env);
+        in[0] = make(2, (int64_t[]){100000 + r, 4}, 0.1f);
+        assert_int_equal(txc_jit_call(jit, in, 3, NULL, &flag, 1, out, 1, &n_out), TXC_OK);
+        txc_jit_stats st = txc_jit_get_stats(jit);
+        arena = st.arena_bytes;
+        assert_true(arena > (1 << 20));
+        assert_true(st.n_plans == 1 || (int64_t)st.n_plans * (arena - 4096) <= TXC_JIT_MAX_PLAN_BYTES);
+        txc_env_scope_end(env, mark2);
+    }
+    txc_jit_stats st = txc_jit_get_stats(jit);
+    print_message("arena %.1f MB per plan: %d plans held, %llu dropped\n", (double)arena / 1e6, st.n_plans,
+                  (unsigned long long)st.evictions);
+    assert_true(st.n_plans < 8);
+    assert_true(st.evictions > 0);
+    /* one plan whose arena alone is over the budget stays, and is reused */
+    int64_t rows = TXC_JIT_MAX_PLAN_BYTES / 8;
+    in[0] = make(2, (int64_t[]){rows, 4}, 0.1f);
+    assert_int_equal(txc_jit_call(jit, in, 3, NULL, &flag, 1, out, 1, &n_out), TXC_OK);
+    assert_close(out[0], mlp_eager(in[0], w, b), 1e-6);
+    assert_true(txc_jit_get_stats(jit).arena_bytes > TXC_JIT_MAX_PLAN_BYTES);
+    assert_int_equal(txc_jit_get_stats(jit).n_plans, 1);
+    uint64_t hits = txc_jit_get_stats(jit).hits;
+    assert_int_equal(txc_jit_call(jit, in, 3, NULL, &flag, 1, out, 1, &n_out), TXC_OK);
+    assert_int_equal(txc_jit_get_stats(jit).hits, hits + 1);
+    txc_jit_free(jit);
+    txc_env_scope_end(env, mark);
+}
+
 /* State written inside the call reaches the caller: index_copy_ into an
  * input (a cache) writes the caller's buffer; a counter is an output. */
 static txc_status write_state(void *ctx, txc_tensor *const *in, int n, const void *st, size_t len, txc_tensor **out,
@@ -410,7 +452,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_model_step),
         cmocka_unit_test(test_sibling_linears),
-        cmocka_unit_test(test_plan_limit),
+        cmocka_unit_test(test_plan_limit), cmocka_unit_test(test_plan_bytes_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

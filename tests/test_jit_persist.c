@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "jit/persist.h"
@@ -454,8 +456,10 @@ static void test_unwritable(void **state)
     free(v);
     assert_int_equal(st.cache_saves, 0);
     assert_int_equal(st.cache_errors, 1);
+    assert_int_equal(st.cache_rejects, 0); /* no file was there to reject (ENOTDIR is "absent") */
     assert_string_equal(st.last_compile_source, "compiled");
     assert_non_null(strstr(msg, "plan not saved"));
+    assert_null(strstr(msg, "recompiled"));
     /* a folder where the plan file should be: not readable as a plan, not replaceable */
     char plandir[8192];
     v = call(dir, x, w, 1, &n, &st, NULL, 0); /* learn the file name */
@@ -470,8 +474,22 @@ static void test_unwritable(void **state)
     free(v);
     assert_int_equal(st.cache_rejects, 1);
     assert_int_equal(st.cache_errors, 1);
-    assert_non_null(strstr(msg, "unreadable"));
+    assert_non_null(strstr(msg, "not a regular file (a folder): skipped"));
     assert_int_equal(rmdir(plandir), 0);
+    /* a FIFO there: opening it for reading blocked forever; skipped, then
+     * replaced by the plan (alarm: a hang fails the test) */
+    assert_int_equal(mkfifo(plandir, 0600), 0);
+    alarm(60);
+    v = call(dir, x, w, 1, &n, &st, msg, sizeof msg);
+    alarm(0);
+    assert_same(ref, v, n);
+    free(v);
+    assert_int_equal(st.cache_rejects, 1);
+    assert_int_equal(st.cache_saves, 1);
+    assert_non_null(strstr(msg, "not a regular file (a FIFO): skipped"));
+    struct stat sb;
+    assert_int_equal(stat(plandir, &sb), 0);
+    assert_true(S_ISREG(sb.st_mode));
     /* a read-only folder (not for root, who may write anyway) */
     if (geteuid() != 0) {
         char ro[512];
@@ -485,6 +503,101 @@ static void test_unwritable(void **state)
         chmod(ro, 0700);
     }
     free(ref);
+    txc_env_scope_end(env, mark);
+    tu_rm_rf(dir);
+}
+
+/* One call of a fresh jit capped at max_bytes; returns its stats. */
+static txc_jit_stats call_capped(const char *dir, int64_t max_bytes, txc_tensor *x, txc_tensor *w, unsigned char s,
+                                 char *msg, size_t msg_cap)
+{
+    txc_jit *jit = txc_jit_new(env, "fn", fn, NULL);
+    assert_non_null(jit);
+    assert_int_equal(txc_jit_set_compile_cache(jit, dir), TXC_OK);
+    assert_int_equal(txc_jit_set_compile_cache_max_bytes(jit, max_bytes), TXC_OK);
+    txc_tensor *in[2] = {x, w}, *out[1];
+    int n_out;
+    assert_int_equal(txc_jit_call(jit, in, 2, NULL, &s, 1, out, 1, &n_out), TXC_OK);
+    txc_jit_stats st = txc_jit_get_stats(jit);
+    snprintf(msg, msg_cap, "%s", txc_jit_compile_cache_message(jit));
+    assert_int_equal(txc_jit_set_compile_cache_max_bytes(jit, -1), TXC_ERR_INVALID);
+    txc_jit_free(jit);
+    return st;
+}
+
+/* The plan file of static byte s in dir (its path into buf). */
+static const char *plan_of(const char *dir, unsigned char s, char names[][256], int n, const char *before[], char *buf)
+{
+    (void)s;
+    for (int i = 0; i < n; i++) {
+        bool old = false;
+        for (int k = 0; before[k]; k++)
+            old = old || !strcmp(before[k], names[i]);
+        if (!old) {
+            snprintf(buf, 4096, "%s/%s", dir, names[i]);
+            return names[i];
+        }
+    }
+    fail_msg("no new plan file");
+    return NULL;
+}
+
+/* The size cap: past it, the least recently used plan files go first (a
+ * load counts as a use), the plan just saved stays; no cap: the folder
+ * grows (it did, without bound: every jit-dynamic run added plans). */
+static void test_size_cap(void **state)
+{
+    (void)state;
+    char *dir = tu_mkdtemp();
+    int mark = txc_env_scope_begin(env);
+    txc_tensor *x = make(2, (int64_t[]){2, 4}, 0.1f), *w = make(2, (int64_t[]){3, 4}, 0.2f);
+    char msg[8192], names[8][256], path[4][4096];
+    const char *seen[8] = {0};
+    /* four plans (static bytes 1..4), no cap; ages 40, 30, 20, 10 s */
+    for (unsigned char s = 1; s <= 4; s++) {
+        txc_jit_stats st = call_capped(dir, 0, x, w, s, msg, sizeof msg);
+        assert_int_equal(st.cache_saves, 1);
+        int n = plans(dir, names, 8);
+        assert_int_equal(n, s);
+        seen[s - 1] = strdup(plan_of(dir, s, names, n, seen, path[s - 1]));
+        struct timespec t[2];
+        clock_gettime(CLOCK_REALTIME, &t[0]);
+        t[0].tv_sec -= 50 - 10 * s;
+        t[1] = t[0];
+        assert_int_equal(utimensat(AT_FDCWD, path[s - 1], t, 0), 0);
+    }
+    struct stat sb;
+    assert_int_equal(stat(path[0], &sb), 0);
+    int64_t one = (int64_t)sb.st_size;
+    /* loading plan 1 makes it the most recently used */
+    txc_jit_stats st = call_capped(dir, 0, x, w, 1, msg, sizeof msg);
+    assert_int_equal(st.cache_loads, 1);
+    /* a fifth plan under a cap of three plans: 2 and 3, the least recently used, go */
+    st = call_capped(dir, 3 * one + one / 2, x, w, 5, msg, sizeof msg);
+    assert_int_equal(st.cache_saves, 1);
+    assert_int_equal(st.cache_evictions, 2);
+    assert_non_null(strstr(msg, "evicted 2 least recently used plan file(s)"));
+    assert_int_equal(stat(path[0], &sb), 0);
+    assert_int_not_equal(stat(path[1], &sb), 0);
+    assert_int_not_equal(stat(path[2], &sb), 0);
+    assert_int_equal(stat(path[3], &sb), 0);
+    assert_int_equal(plans(dir, names, 8), 3);
+    /* a cap below one plan keeps just the plan saved */
+    st = call_capped(dir, 1, x, w, 6, msg, sizeof msg);
+    assert_int_equal(st.cache_evictions, 3);
+    assert_int_equal(plans(dir, names, 8), 1);
+    /* the default cap */
+    txc_jit *jit = txc_jit_new(env, "fn", fn, NULL);
+    assert_int_equal(txc_jit_set_compile_cache(jit, dir), TXC_OK);
+    txc_tensor *in[2] = {x, w}, *out[1];
+    int n_out;
+    unsigned char s7 = 7;
+    assert_int_equal(txc_jit_call(jit, in, 2, NULL, &s7, 1, out, 1, &n_out), TXC_OK);
+    assert_int_equal(txc_jit_get_stats(jit).cache_evictions, 0);
+    txc_jit_free(jit);
+    assert_int_equal(plans(dir, names, 8), 2);
+    for (int i = 0; i < 8; i++)
+        free((void *)seen[i]);
     txc_env_scope_end(env, mark);
     tu_rm_rf(dir);
 }
@@ -572,6 +685,7 @@ int main(void)
         cmocka_unit_test(test_roundtrip),   cmocka_unit_test(test_keys),
         cmocka_unit_test(test_corrupt),     cmocka_unit_test(test_unwritable),
         cmocka_unit_test(test_default_folder), cmocka_unit_test(test_model),
+        cmocka_unit_test(test_size_cap),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     txc_tensor_release(konst);

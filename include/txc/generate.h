@@ -216,6 +216,10 @@ void txc_generate_result_free(txc_generate_result *result);
  * (txc_jit_set_compile_cache on both steps; NULL or "" turns it off, the
  * default). Their txc_generator_jit_stats count the loads and saves. */
 txc_status txc_generator_set_compile_cache(txc_generator *gen, const char *dir);
+/* The compile cache folder's size cap in bytes, 0: none
+ * (txc_jit_set_compile_cache_max_bytes on both steps; the default is
+ * TXC_JIT_COMPILE_CACHE_MAX_BYTES). Errors: TXC_ERR_INVALID (negative). */
+txc_status txc_generator_set_compile_cache_max_bytes(txc_generator *gen, int64_t max_bytes);
 
 #ifdef __cplusplus
 }

@@ -33,10 +33,12 @@
  * made the plan the least recently used one and it was dropped. Copy
  * (txc_clone) what must outlive that. Do not release them.
  *
- * Plans held: at most TXC_JIT_MAX_PLANS per jit; a new signature beyond
- * that drops the least recently used plan (torch._dynamo's recompile limit
- * is 8 per frame; a DynamicCache compiled step makes a new signature every
- * token, and holding every plan grew memory by megabytes per token).
+ * Plans held: at most TXC_JIT_MAX_PLANS per jit, their arenas at most
+ * TXC_JIT_MAX_PLAN_BYTES together; a new signature beyond either drops the
+ * least recently used plans, never the new one (torch._dynamo's recompile
+ * limit is 8 per frame; a DynamicCache compiled step makes a new signature
+ * every token, each plan's arena holding the concatenated cache: holding 16
+ * grew a 135M model's peak by 200 MB).
  *
  * Compile cache (off unless txc_jit_set_compile_cache names a folder): a
  * compiled plan is also written to <dir>/<name>-<key>.txcplan, the key
@@ -47,9 +49,17 @@
  * the passes and the memory planner (tracing still happens: it is how the
  * key is known). Files are never trusted: a corrupt, truncated or stale
  * file is ignored, the plan recompiled and the file overwritten
- * (txc_jit_compile_cache_message says so). A folder that cannot be written
+ * (txc_jit_compile_cache_message says so); a FIFO, folder or device at a
+ * plan's path is skipped without being opened for a blocking read. A folder that cannot be written
  * is not an error of the call: the plan is compiled and used as without a
  * cache, and the stats count it.
+ *
+ * Size cap (txc_jit_set_compile_cache_max_bytes, default
+ * TXC_JIT_COMPILE_CACHE_MAX_BYTES): after each save the folder's plan files
+ * (*.txcplan, of every jit and process using it) are kept within the cap by
+ * deleting the least recently used first, as ccache's max_size does; a
+ * file's modification time is its last use (set when saved, touched when
+ * loaded). The plan just saved is kept, even alone over the cap.
  */
 #ifndef TXC_JIT_H
 #define TXC_JIT_H
@@ -84,7 +94,8 @@ typedef struct txc_jit_stats {
                               reading the file when loaded */
     double last_compile_ms;
     int n_plans;           /* plans held (at most TXC_JIT_MAX_PLANS) */
-    uint64_t evictions;    /* plans dropped, least recently used first, to stay within TXC_JIT_MAX_PLANS */
+    uint64_t evictions;    /* plans dropped, least recently used first, to stay within TXC_JIT_MAX_PLANS
+                              and TXC_JIT_MAX_PLAN_BYTES */
     int64_t arena_bytes;   /* arena of the last plan run */
     int nodes_traced;      /* of the last compilation: ops recorded... */
     int nodes_compiled;    /* ...and kernel launches left after the passes */
@@ -93,8 +104,10 @@ typedef struct txc_jit_stats {
     /* the compile cache (txc_jit_set_compile_cache) */
     uint64_t cache_loads;   /* plans read from it instead of compiled (compilations = misses - cache_loads) */
     uint64_t cache_saves;   /* plans written to it */
-    uint64_t cache_rejects; /* files found for a key but not used (corrupt, stale): recompiled, overwritten */
+    uint64_t cache_rejects; /* files found for a key but not used (corrupt, stale, not a regular file):
+                               recompiled, overwritten */
     uint64_t cache_errors;  /* plans that could not be written (e.g. a read-only folder); the calls succeeded */
+    uint64_t cache_evictions; /* plan files deleted to keep the folder within its size cap */
     double trace_ms;        /* the part of compile_ms spent tracing */
     const char *last_compile_source; /* of the last plan made: "compiled", "loaded from cache"; "" before any */
 } txc_jit_stats;
@@ -117,8 +130,10 @@ void txc_jit_set_profile(txc_jit *jit, bool on);
  * kinds ran (may exceed max). */
 int txc_jit_get_profile(const txc_jit *jit, txc_jit_op_time *out, int max);
 
-/* Plans one jit holds at most (see "Plans held" above). */
+/* Plans one jit holds at most, and the bytes of their arenas together (see
+ * "Plans held" above; the newest plan is held whatever its size). */
 #define TXC_JIT_MAX_PLANS 16
+#define TXC_JIT_MAX_PLAN_BYTES ((int64_t)16 << 20)
 
 /* A jit of `fn` in `env` (NULL: active). `name` is used in messages. */
 txc_jit *txc_jit_new(txc_env *env, const char *name, txc_jit_fn fn, void *ctx);
@@ -145,6 +160,13 @@ void txc_jit_dump_last_graph(const txc_jit *jit, void *file);
  * when needed); NULL or "" turns the compile cache off (the default).
  * Errors: TXC_ERR_INVALID for a path too long, TXC_ERR_NOMEM. */
 txc_status txc_jit_set_compile_cache(txc_jit *jit, const char *dir);
+/* The default size cap of a compile cache folder: 256 MiB (a small model's
+ * plans take tens of KB each, a 1B model's about a MB). */
+#define TXC_JIT_COMPILE_CACHE_MAX_BYTES ((int64_t)256 << 20)
+
+/* Cap the compile cache folder at max_bytes of plan files (0: no cap); see
+ * "Size cap" above. Errors: TXC_ERR_INVALID for a negative size. */
+txc_status txc_jit_set_compile_cache_max_bytes(txc_jit *jit, int64_t max_bytes);
 /* The folder set, or NULL. */
 const char *txc_jit_compile_cache(const txc_jit *jit);
 /* What the compile cache did at the last compilation: "compile cache:

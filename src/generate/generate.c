@@ -712,3 +712,9 @@ txc_status txc_generator_set_compile_cache(txc_generator *gen, const char *dir)
     txc_status s = txc_jit_set_compile_cache(gen->jit[0], dir);
     return s != TXC_OK ? s : txc_jit_set_compile_cache(gen->jit[1], dir);
 }
+
+txc_status txc_generator_set_compile_cache_max_bytes(txc_generator *gen, int64_t max_bytes)
+{
+    txc_status s = txc_jit_set_compile_cache_max_bytes(gen->jit[0], max_bytes);
+    return s != TXC_OK ? s : txc_jit_set_compile_cache_max_bytes(gen->jit[1], max_bytes);
+}

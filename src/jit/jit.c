@@ -50,6 +50,7 @@ struct txc_jit {
     char reason[512];
     char **last_names;   /* input names of the last call that compiled */
     char *cache_dir;     /* the compile cache folder, NULL: off */
+    int64_t cache_max_bytes; /* its size cap (txc_jit_set_compile_cache_max_bytes); 0: none */
     char cache_msg[3 * PATH_MAX + 1024];
     bool profile;                                 /* time each kernel launch */
     double prof_ms[TXC_OP_COUNT + 2];             /* per op; then fused, linear group */
@@ -555,6 +556,16 @@ static txc_plan *compile(txc_jit *jit, txc_tensor *const *in, int n, const void 
                 jit->stats.cache_saves++;
                 if (!l)
                     snprintf(jit->cache_msg, sizeof jit->cache_msg, "compile cache: saved %s", path);
+                int64_t left = 0;
+                int gone = jit->cache_max_bytes > 0 ? txc_persist_trim(jit->cache_dir, jit->cache_max_bytes, path, &left)
+                                                    : 0;
+                if (gone) {
+                    jit->stats.cache_evictions += (uint64_t)gone;
+                    l = strlen(jit->cache_msg);
+                    snprintf(jit->cache_msg + l, sizeof jit->cache_msg - l,
+                             "; evicted %d least recently used plan file(s) to stay within %.1f MB (%.1f MB left)",
+                             gone, (double)jit->cache_max_bytes / 1e6, (double)left / 1e6);
+                }
             } else {
                 jit->stats.cache_errors++;
                 snprintf(jit->cache_msg + l, sizeof jit->cache_msg - l, "%scompile cache: plan not saved: %s",
@@ -655,6 +666,7 @@ txc_jit *txc_jit_new(txc_env *env, const char *name, txc_jit_fn fn, void *ctx)
     jit->fn = fn;
     jit->ctx = ctx;
     jit->stats.last_compile_source = "";
+    jit->cache_max_bytes = TXC_JIT_COMPILE_CACHE_MAX_BYTES;
     return jit;
 }
 
@@ -722,6 +734,15 @@ txc_status txc_jit_set_compile_cache(txc_jit *jit, const char *dir)
     return TXC_OK;
 }
 
+txc_status txc_jit_set_compile_cache_max_bytes(txc_jit *jit, int64_t max_bytes)
+{
+    if (max_bytes < 0)
+        return txc_error(TXC_ERR_INVALID, "jit '%s': compile cache size cap %lld is negative", jit->name,
+                         (long long)max_bytes);
+    jit->cache_max_bytes = max_bytes;
+    return TXC_OK;
+}
+
 const char *txc_jit_compile_cache(const txc_jit *jit) { return jit->cache_dir; }
 const char *txc_jit_compile_cache_message(const txc_jit *jit) { return jit->cache_msg; }
 
@@ -781,10 +802,16 @@ txc_status txc_jit_call(txc_jit *jit, txc_tensor *const *in, int n, const char *
         p->next = jit->plans;
         jit->plans = p;
         jit->stats.n_plans++;
-        if (jit->stats.n_plans > TXC_JIT_MAX_PLANS) { /* drop the least recently used (never p: it is first) */
+        int64_t held = 0;
+        for (txc_plan *q = jit->plans; q; q = q->next)
+            held += q->arena_bytes;
+        /* drop the least recently used (never p: it is first) while over
+         * either limit */
+        while (jit->stats.n_plans > 1 && (jit->stats.n_plans > TXC_JIT_MAX_PLANS || held > TXC_JIT_MAX_PLAN_BYTES)) {
             txc_plan **last = &jit->plans;
             while ((*last)->next)
                 last = &(*last)->next;
+            held -= (*last)->arena_bytes;
             plan_free(*last);
             *last = NULL;
             jit->stats.n_plans--;

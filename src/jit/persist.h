@@ -76,6 +76,14 @@ txc_persist_result txc_persist_load(const char *path, txc_plan_key key, const tx
 bool txc_persist_save(const char *path, const char *name, txc_plan_key key, const txc_graph *g, int64_t arena_bytes,
                       char *why, size_t why_cap);
 
+/* Keep the plan files (*.txcplan) of the folder `dir` within max_bytes:
+ * delete the least recently used first (a file's mtime is its last use:
+ * saved or loaded), never `keep` (the path of the plan just written; may be
+ * NULL). Returns the files deleted; *bytes_left (may be NULL) the plan
+ * bytes left. A folder that cannot be read deletes nothing. Records no
+ * error. (jit/persist_evict.c) */
+int txc_persist_trim(const char *dir, int64_t max_bytes, const char *keep, int64_t *bytes_left);
+
 /* ---- fused programs (jit/fusion.c) ---- */
 
 /* An identifier of the program encoding (opcode set, limits), part of the

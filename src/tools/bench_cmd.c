@@ -4,7 +4,7 @@
  *   txc bench (--model DIR | --synthetic NAME) [--dtype f32|bf16|f16] [--seed N]
  *             [--new-tokens N] [--prompt-tokens N | --prompt TEXT] [--modes a,b,...]
  *             [--max-cache-len N] [--baseline-limit SECONDS] [--json]
- *             [--compile-cache DIR | --no-compile-cache] [--threads N] [--membw]
+ *             [--compile-cache DIR | --no-compile-cache] [--compile-cache-max-mb N] [--threads N] [--membw]
  *             [--mmap | --no-mmap | --weights mmap,copy] [--no-hugepages] [--profile]
  *   txc bench --membw          (the machine's read bandwidth only)
  *
@@ -173,6 +173,7 @@ static void usage_bench(FILE *f)
             "  --compile-cache DIR  save compiled plans to DIR and load them from it (default:\n"
             "                       $XDG_CACHE_HOME/txc, else $HOME/.cache/txc)\n"
             "  --no-compile-cache   compile every plan in this process\n"
+            TXC_CLI_COMPILE_CACHE_MAX_HELP
             "  --threads N          threads, 1 to 256 (default: $TXC_THREADS, else the CPUs this process may use)\n"
             "  --membw              also measure this machine's read bandwidth and each row's fraction\n"
             "                       of it (alone: the bandwidth only)\n"
@@ -462,6 +463,8 @@ static bool within_limit(void *ctx, int32_t id)
     return true;
 }
 
+static int64_t cache_max_bytes = -1; /* --compile-cache-max-mb in bytes; -1: the library's default */
+
 static txc_status run_mode(txc_model *model, const bench_mode *mode, const int32_t *prompt, int64_t n_prompt,
                            int64_t new_tokens, int64_t max_cache_len, double baseline_limit_s, const char *cache_dir,
                            bool profile, bench_row *row)
@@ -471,7 +474,9 @@ static txc_status run_mode(txc_model *model, const bench_mode *mode, const int32
     txc_generator *gen = txc_generator_new(model);
     if (!gen)
         return txc_last_status();
-    if (mode->jit && cache_dir && txc_generator_set_compile_cache(gen, cache_dir) != TXC_OK) {
+    if (mode->jit && cache_dir &&
+        (txc_generator_set_compile_cache(gen, cache_dir) != TXC_OK ||
+         (cache_max_bytes >= 0 && txc_generator_set_compile_cache_max_bytes(gen, cache_max_bytes) != TXC_OK))) {
         txc_generator_free(gen);
         return txc_last_status();
     }
@@ -512,7 +517,7 @@ static txc_status run_mode(txc_model *model, const bench_mode *mode, const int32
                 row->cache_saves += (int64_t)js.cache_saves;
                 row->trace_ms += js.trace_ms;
                 if (js.cache_rejects) /* not errors of the run: said, not returned */
-                    fprintf(stderr, "txc: compile cache: %llu %s plan file(s) in %s corrupt or stale, recompiled\n",
+                    fprintf(stderr, "txc: compile cache: %llu %s plan file(s) in %s not usable (corrupt, stale, or not a regular file), recompiled\n",
                             (unsigned long long)js.cache_rejects, w ? "decode" : "prefill", cache_dir);
                 if (js.cache_errors)
                     fprintf(stderr, "txc: compile cache: %llu %s plan(s) could not be written to %s\n",
@@ -988,6 +993,7 @@ int txc_cmd_bench(int argc, char **argv)
         {"max-cache-len", required_argument, 0, 'L'}, {"baseline-limit", required_argument, 0, 'B'},
         {"json", no_argument, 0, 'j'},               {"help", no_argument, 0, 'h'},
         {"compile-cache", required_argument, 0, 'C'}, {"no-compile-cache", no_argument, 0, 'N'},
+        {"compile-cache-max-mb", required_argument, 0, 'X'},
         {"threads", required_argument, 0, 'T'},      {"membw", no_argument, 0, 'W'},
         {"profile", no_argument, 0, 'R'},           {"check-tensors", no_argument, 0, 'K'},
         {"weights", required_argument, 0, 'w'},      TXC_CLI_WEIGHTS_LONGOPTS,
@@ -1009,6 +1015,10 @@ int txc_cmd_bench(int argc, char **argv)
         case 'j': json = true; break;
         case 'C': compile_cache = optarg, no_compile_cache = false; break;
         case 'N': no_compile_cache = true; break;
+        case 'X':
+            if (!txc_cli_parse_cache_max_mb(optarg, &cache_max_bytes))
+                return EXIT_ERROR;
+            break;
         case 'W': membw = true; break;
         case 'R': profile = true; break;
         case 'K': wopts.check_tensors = true; break;

@@ -83,7 +83,10 @@ int txc_cli_fail(const char *what)
 
 int txc_cli_fail_in(const char *context)
 {
-    fprintf(stderr, "txc: %s%s%s\n", context, *txc_last_error() ? ": " : " failed", txc_last_error());
+    const char *e = txc_last_error();
+    if (!strncmp(e, context, strlen(context))) /* "chat template line 1: ..." names it already */
+        context = "";
+    fprintf(stderr, "txc: %s%s%s\n", context, !*e ? " failed" : *context ? ": " : "", e);
     return EXIT_ERROR;
 }
 
@@ -171,6 +174,20 @@ void txc_cli_gen_flags_init(txc_cli_gen_flags *f)
     f->do_sample = f->jit = -1;
     f->temperature = f->top_p = f->min_p = f->repetition_penalty = NAN;
     f->top_k = -1;
+    f->compile_cache_max_bytes = -1;
+}
+
+bool txc_cli_parse_cache_max_mb(const char *arg, int64_t *bytes)
+{
+    int64_t mb;
+    if (!txc_cli_parse_int("--compile-cache-max-mb", arg, 0, &mb))
+        return false;
+    if (mb > ((int64_t)1 << 43)) {
+        fprintf(stderr, "txc: --compile-cache-max-mb expects at most %lld, got '%s'\n", (long long)1 << 43, arg);
+        return false;
+    }
+    *bytes = mb << 20;
+    return true;
 }
 
 bool txc_cli_weights_option(int ch, txc_model_options *o)
@@ -231,6 +248,7 @@ int txc_cli_gen_option(txc_cli_gen_flags *f, int ch, const char *arg)
     case TXC_CLI_OPT_NO_JIT: f->jit = 0; return 1;
     case TXC_CLI_OPT_COMPILE_CACHE: f->compile_cache = arg; return 1;
     case TXC_CLI_OPT_NO_COMPILE_CACHE: f->compile_cache = ""; return 1;
+    case TXC_CLI_OPT_COMPILE_CACHE_MAX_MB: return txc_cli_parse_cache_max_mb(arg, &f->compile_cache_max_bytes) ? 1 : -1;
     case TXC_CLI_OPT_DTYPE:
         if (!txc_dtype_parse(arg, &f->mopts.dtype) || !txc_dtype_is_float(f->mopts.dtype)) {
             fprintf(stderr, "txc: --dtype expects f32, bf16 or f16, got '%s'\n", arg);
@@ -281,7 +299,9 @@ txc_generator *txc_cli_generator_new(txc_model *model, txc_cli_gen_flags *f, boo
     if (!f->compile_cache && txc_jit_default_compile_cache(f->default_cache, sizeof f->default_cache))
         f->compile_cache = f->default_cache;
     if (gen && jit && f->compile_cache && *f->compile_cache &&
-        txc_generator_set_compile_cache(gen, f->compile_cache) != TXC_OK) {
+        (txc_generator_set_compile_cache(gen, f->compile_cache) != TXC_OK ||
+         (f->compile_cache_max_bytes >= 0 &&
+          txc_generator_set_compile_cache_max_bytes(gen, f->compile_cache_max_bytes) != TXC_OK))) {
         txc_generator_free(gen);
         gen = NULL;
     }

@@ -93,7 +93,7 @@ enum {
     TXC_CLI_OPT_SAMPLE = 0x7800, TXC_CLI_OPT_GREEDY, TXC_CLI_OPT_TEMPERATURE, TXC_CLI_OPT_TOP_K, TXC_CLI_OPT_TOP_P,
     TXC_CLI_OPT_MIN_P, TXC_CLI_OPT_REP, TXC_CLI_OPT_SEED, TXC_CLI_OPT_JIT, TXC_CLI_OPT_NO_JIT,
     TXC_CLI_OPT_COMPILE_CACHE, TXC_CLI_OPT_NO_COMPILE_CACHE, TXC_CLI_OPT_DTYPE, TXC_CLI_OPT_THREADS,
-    TXC_CLI_OPT_CHECK_TENSORS
+    TXC_CLI_OPT_CHECK_TENSORS, TXC_CLI_OPT_COMPILE_CACHE_MAX_MB
 };
 #define TXC_CLI_GEN_LONGOPTS                                                                              \
     {"do-sample", no_argument, 0, TXC_CLI_OPT_SAMPLE}, {"greedy", no_argument, 0, TXC_CLI_OPT_GREEDY},     \
@@ -105,14 +105,22 @@ enum {
         {"no-jit", no_argument, 0, TXC_CLI_OPT_NO_JIT},                                                   \
         {"compile-cache", required_argument, 0, TXC_CLI_OPT_COMPILE_CACHE},                               \
         {"no-compile-cache", no_argument, 0, TXC_CLI_OPT_NO_COMPILE_CACHE},                               \
+        {"compile-cache-max-mb", required_argument, 0, TXC_CLI_OPT_COMPILE_CACHE_MAX_MB},                 \
         {"dtype", required_argument, 0, TXC_CLI_OPT_DTYPE}, {"threads", required_argument, 0, TXC_CLI_OPT_THREADS}, \
         {"check-tensors", no_argument, 0, TXC_CLI_OPT_CHECK_TENSORS}, TXC_CLI_WEIGHTS_LONGOPTS
+#define TXC_CLI_COMPILE_CACHE_MAX_HELP                                                                    \
+    "  --compile-cache-max-mb N  keep the compile cache folder within N MB (2^20 bytes),\n"              \
+    "                      deleting the least recently used plans first; 0: no cap (default 256)\n"
+/* --compile-cache-max-mb's value: the cap in bytes into *bytes; false (one
+ * line on stderr) when it is not an integer in [0, 2^43]. */
+bool txc_cli_parse_cache_max_mb(const char *arg, int64_t *bytes);
 #define TXC_CLI_GEN_HELP                                                                                  \
     "  --jit, --no-jit     compile the prefill and decode steps into cached plans (default)\n"           \
     "                      or run every op eagerly\n"                                                    \
     "  --compile-cache DIR save compiled plans to DIR and load them from it in later runs\n"             \
     "                      (default: $XDG_CACHE_HOME/txc, else $HOME/.cache/txc)\n"                      \
     "  --no-compile-cache  compile every plan in this process\n"                                         \
+    TXC_CLI_COMPILE_CACHE_MAX_HELP                                                                    \
     "  --dtype D           the weights' dtype in memory: f32, bf16 or f16, converted once at\n"          \
     "                      load (default: as stored in the files); activations are f32\n"               \
     "  --threads N         threads, 1 to 256 (default: $TXC_THREADS, else the CPUs this process may use)\n" \
@@ -139,6 +147,7 @@ typedef struct txc_cli_gen_flags {
     uint64_t seed;
     txc_model_options mopts; /* --dtype, --mmap / --no-mmap, --no-hugepages */
     const char *compile_cache; /* --compile-cache DIR; "": --no-compile-cache; NULL: the default */
+    int64_t compile_cache_max_bytes; /* --compile-cache-max-mb, in bytes; -1: the default */
     char default_cache[4096];
 } txc_cli_gen_flags;
 

@@ -325,12 +325,13 @@ static int cmd_generate(int argc, char **argv)
                 if (compile_cache && *compile_cache && stat(compile_cache, &cst) == 0 && !S_ISDIR(cst.st_mode))
                     fprintf(stderr, "compile cache: %s is not a directory: nothing cached\n", compile_cache);
                 else if (compile_cache && *compile_cache)
-                    fprintf(stderr, "compile cache: %s: %llu plans loaded, %llu saved, %llu files rejected (corrupt "
-                                    "or stale), %llu not written\n",
+                    fprintf(stderr, "compile cache: %s: %llu plans loaded, %llu saved, %llu files rejected (corrupt, "
+                                    "stale or not a regular file), %llu not written, %llu evicted (size cap)\n",
                             compile_cache, (unsigned long long)(cs[0].cache_loads + cs[1].cache_loads),
                             (unsigned long long)(cs[0].cache_saves + cs[1].cache_saves),
                             (unsigned long long)(cs[0].cache_rejects + cs[1].cache_rejects),
-                            (unsigned long long)(cs[0].cache_errors + cs[1].cache_errors));
+                            (unsigned long long)(cs[0].cache_errors + cs[1].cache_errors),
+                            (unsigned long long)(cs[0].cache_evictions + cs[1].cache_evictions));
                 else
                     fprintf(stderr, "compile cache: off\n");
             } else {
