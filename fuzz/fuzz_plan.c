@@ -81,6 +81,15 @@ static txc_tensor *make(int ndim, const int64_t *shape, float seed)
     return t;
 }
 
+/* Calls that loaded a plan from the file / rejected it (printed at exit:
+ * how many mutated plans got through the checks to the executor). */
+static unsigned long n_loaded, n_rejected;
+
+static void print_counts(void)
+{
+    fprintf(stderr, "fuzz_plan: %lu plans loaded and run, %lu rejected\n", n_loaded, n_rejected);
+}
+
 static txc_status call(int c, const char *dir)
 {
     if (c == 1)
@@ -94,6 +103,9 @@ static txc_status call(int c, const char *dir)
     int n_out = 0;
     if (!s)
         s = txc_jit_call(jit, inputs[c], n_inputs[c], NULL, NULL, 0, out, 1, &n_out);
+    txc_jit_stats js = txc_jit_get_stats(jit);
+    n_loaded += js.cache_loads;
+    n_rejected += js.cache_rejects;
     txc_jit_free(jit);
     txc_env_scope_end(env, mark);
     return s;
@@ -161,6 +173,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         }
         find_plan(c, dir);
     }
+    atexit(print_counts);
     return 0;
 }
 

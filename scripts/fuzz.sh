@@ -56,6 +56,8 @@ else
 fi
 : "${TXC_SHARED_DIR:=$(cd .. && pwd)/shared}"
 export TXC_SHARED_DIR
+# the targets' scratch files (memfds aside): in memory where there is a tmpfs
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
 log=$(mktemp)
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
   TXC_THREADS=${TXC_THREADS:-1} \
@@ -67,6 +69,7 @@ if [ $rc -ne 0 ]; then
   echo "fuzz_$target: FAILED (exit $rc); the input is in $artifacts/"
 else
   grep -E '^(INFO: .*(corpus|seed)|#[0-9]+ +DONE)' "$log" | tail -3
+  grep -E '^fuzz_' "$log" | tail -3 # what a target reports at exit
 fi
 runs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$log" | tail -1)
 took=$(sed -nE 's/^Done ([0-9]+) runs in ([0-9]+) second.*/\2/p' "$log" | tail -1)
