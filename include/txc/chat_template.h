@@ -61,8 +61,11 @@
  * refused); messages of errors other than raise_exception are worded
  * differently from jinja2's; message content is a string (no multimodal
  * content lists). Guards: macro calls nest at most 64 deep, templates at
- * most 200 levels, values at most 200 levels; the output at most 64 MiB and
- * a render's memory at most 512 MiB (TXC_ERR_CAPACITY).
+ * most 200 levels, values at most 200 levels; the output at most 64 MiB,
+ * a render's memory at most 512 MiB and its steps at most
+ * TXC_CHAT_TEMPLATE_MAX_STEPS (txc_chat_template_set_max_steps)
+ * (TXC_ERR_CAPACITY). |unique hashes (a list or dict item is a TypeError,
+ * as in Python) and |sort merges: both fast on 100k items.
  *
  * strftime_now reads the clock (local time, as datetime.now()); a template
  * that honours `date_string` (Llama 3.1/3.2) can be given a fixed date with
@@ -73,6 +76,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "txc/status.h"
 
 #ifdef __cplusplus
@@ -141,6 +145,18 @@ txc_status txc_chat_template_set_var_json(txc_chat_template *t, const char *name
  * is NULL. A template may be rendered from several threads at once. */
 txc_status txc_chat_template_render(const txc_chat_template *t, const txc_chat_message *messages, size_t n,
                                     bool add_generation_prompt, char **out, size_t *out_len);
+
+/* The step budget of a render, by default: a render that takes more steps
+ * (each expression evaluated, statement run, and comparison or hash of
+ * values counts one) ends with TXC_ERR_CAPACITY ("... took more than N
+ * steps ..."). A real chat template takes a few thousand steps per message;
+ * the default passes in a few seconds on one core. jinja2 has no such limit
+ * (its sandbox bounds range() only). */
+#define TXC_CHAT_TEMPLATE_MAX_STEPS ((uint64_t)100000000)
+
+/* Set the step budget of this template's renders (0: the default,
+ * TXC_CHAT_TEMPLATE_MAX_STEPS). Errors: TXC_ERR_INVALID for t NULL. */
+txc_status txc_chat_template_set_max_steps(txc_chat_template *t, uint64_t max_steps);
 
 void txc_chat_template_free(txc_chat_template *t);
 

@@ -47,7 +47,8 @@
  * the passes and the memory planner (tracing still happens: it is how the
  * key is known). Files are never trusted: a corrupt, truncated or stale
  * file is ignored, the plan recompiled and the file overwritten
- * (txc_jit_compile_cache_message says so). A folder that cannot be written
+ * (txc_jit_compile_cache_message says so); a FIFO, folder or device at a
+ * plan's path is skipped without being opened for a blocking read. A folder that cannot be written
  * is not an error of the call: the plan is compiled and used as without a
  * cache, and the stats count it.
  */
@@ -93,7 +94,8 @@ typedef struct txc_jit_stats {
     /* the compile cache (txc_jit_set_compile_cache) */
     uint64_t cache_loads;   /* plans read from it instead of compiled (compilations = misses - cache_loads) */
     uint64_t cache_saves;   /* plans written to it */
-    uint64_t cache_rejects; /* files found for a key but not used (corrupt, stale): recompiled, overwritten */
+    uint64_t cache_rejects; /* files found for a key but not used (corrupt, stale, not a regular file):
+                               recompiled, overwritten */
     uint64_t cache_errors;  /* plans that could not be written (e.g. a read-only folder); the calls succeeded */
     double trace_ms;        /* the part of compile_ms spent tracing */
     const char *last_compile_source; /* of the last plan made: "compiled", "loaded from cache"; "" before any */

@@ -86,10 +86,14 @@ typedef struct txc_tokenizer txc_tokenizer;
  * "tokenizer.json". On success *out owns the tokenizer (txc_tokenizer_free).
  * Errors: TXC_ERR_INVALID (NULL argument), TXC_ERR_IO (missing/unreadable),
  * TXC_ERR_FORMAT (not JSON, a field of the wrong type, a merge whose parts or
- * result are not in the vocab — as the crate's BpeBuilder), TXC_ERR_UNSUPPORTED
+ * result are not in the vocab — as the crate's BpeBuilder; a vocab id of
+ * 2 x the number of vocab tokens + 65536 or more: txc's id tables are dense,
+ * and a real vocab has few holes), TXC_ERR_UNSUPPORTED
  * (a valid component txc does not implement; the message names it),
  * TXC_ERR_NOMEM. Added-token ids follow the crate's AddedVocabulary: a token
- * already in the model vocab keeps its id, others are numbered after it. */
+ * already in the model vocab keeps its id, others are numbered after it; a
+ * token equal (content and flags) to the latest one of its id is skipped.
+ * Loading takes time linear in the added tokens. */
 txc_status txc_tokenizer_load(const char *path, txc_tokenizer **out);
 
 /* Parse tokenizer.json text held in memory (`len` bytes, need not be

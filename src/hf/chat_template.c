@@ -54,6 +54,14 @@ void txc_chat_template_free(txc_chat_template *t)
     free(t);
 }
 
+txc_status txc_chat_template_set_max_steps(txc_chat_template *t, uint64_t max_steps)
+{
+    if (!t)
+        return txc_error(TXC_ERR_INVALID, "txc_chat_template_set_max_steps: NULL template");
+    t->max_steps = max_steps;
+    return TXC_OK;
+}
+
 txc_status txc_chat_template_set_token(txc_chat_template *t, const char *name, const char *value)
 {
     if (!t || !name)

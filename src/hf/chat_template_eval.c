@@ -48,6 +48,7 @@ typedef struct rctx {
     int ctl; /* 1: break, 2: continue */
     int calls;
     int vdepth; /* nesting of repr / == / < on values (cycles through namespaces) */
+    uint64_t steps, max_steps; /* the step budget: expressions, statements, comparisons */
 } rctx;
 
 #define MAX_VALUE_DEPTH 200
@@ -81,6 +82,18 @@ static _Noreturn void rfail(rctx *c, txc_status st, int line, const char *fmt, .
     else
         txc_error(st, "chat template: %s", msg);
     longjmp(c->fail, 1);
+}
+
+/* One more step of the render (an expression, a statement, a loop item, a
+ * comparison of values): a render past its budget ends with an error, so a
+ * template that never ends (or takes hours) cannot hold the caller. */
+static inline void tick(rctx *c, uint64_t n, int line)
+{
+    c->steps += n;
+    if (c->steps > c->max_steps)
+        rfail(c, TXC_ERR_CAPACITY, line,
+              "the render took more than %llu steps (expressions, statements, loop items, comparisons): "
+              "stopped", (unsigned long long)c->max_steps);
 }
 
 /* ---- builders ----------------------------------------------------------- */
@@ -127,8 +140,10 @@ static ct_value *mk_range(rctx *c, int64_t start, int64_t stop, int64_t step, si
     r[1] = stop;
     r[2] = step;
     v->list.range = r;
+    /* each item lies between start and stop; k * step may not fit in
+     * int64 (range(-2**62 * 2 + 1, 2**63 - 1, 2**62)): modulo 2**64 */
     for (size_t k = 0; k < n; k++)
-        v->list.items[k] = mk_int(c, start + (int64_t)k * step);
+        v->list.items[k] = mk_int(c, (int64_t)((uint64_t)start + (uint64_t)k * (uint64_t)step));
     return v;
 }
 static ct_value *mk_undef(rctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -474,6 +489,7 @@ static int64_t num_i(const ct_value *v) { return v->kind == CT_INT ? v->i : (int
 
 static void depth_enter(struct rctx *c)
 {
+    tick(c, 1, 0);
     if (++c->vdepth > MAX_VALUE_DEPTH)
         rfail(c, TXC_ERR_CAPACITY, 0, "a value nested deeper than %d levels (or containing itself)", MAX_VALUE_DEPTH);
 }
@@ -848,9 +864,10 @@ static size_t slice_indices(rctx *c, size_t len, ct_value *const *parts, int64_t
     *start = a;
     *stop = b;
     *step = st;
+    /* a and b lie in [-1, len]; -st as unsigned (st may be INT64_MIN) */
     if (st < 0)
-        return b < a ? (size_t)((a - b - 1) / (-st) + 1) : 0;
-    return a < b ? (size_t)((b - a - 1) / st + 1) : 0;
+        return b < a ? (size_t)((uint64_t)(a - b - 1) / (0 - (uint64_t)st) + 1) : 0;
+    return a < b ? (size_t)((uint64_t)(b - a - 1) / (uint64_t)st + 1) : 0;
 }
 
 /* byte offsets of each code point (n+1 entries) */
@@ -1835,11 +1852,13 @@ static ct_value *call_value(rctx *c, ct_value *fn, const args *a, int line)
         }
         if (step == 0)
             rfail(c, TXC_ERR_INVALID, line, "range() arg 3 must not be zero");
-        int64_t n = 0;
+        /* the length in unsigned arithmetic: stop - start and -step may
+         * not fit in int64 (range(-2**63, 2**63 - 1), step -2**63) */
+        uint64_t n = 0;
         if (step > 0 && stop > start)
-            n = (stop - start - 1) / step + 1;
+            n = ((uint64_t)stop - (uint64_t)start - 1) / (uint64_t)step + 1;
         else if (step < 0 && start > stop)
-            n = (start - stop - 1) / (-step) + 1;
+            n = ((uint64_t)start - (uint64_t)stop - 1) / (0 - (uint64_t)step) + 1;
         if (n > MAX_RANGE)
             rfail(c, TXC_ERR_INVALID, line,
                   "Range too big. The sandbox blocks ranges larger than MAX_RANGE (%d).", MAX_RANGE);
@@ -2255,6 +2274,115 @@ static ct_value *sort_key(rctx *c, ct_value *v, ct_value *attr, bool case_sensit
     if (!case_sensitive && v->kind == CT_STR)
         v = str_case(c, v, CASE_LOWER);
     return v;
+}
+
+/* Python's hash() as |unique's set needs it: equal values (as equal() sees
+ * them: 1 == 1.0 == true) hash alike; a list or dict (also inside a tuple)
+ * is unhashable, a TypeError as in Python. */
+static uint64_t hash_mix(uint64_t h, uint64_t x)
+{
+    h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 29);
+}
+
+static uint64_t value_hash(rctx *c, const ct_value *v, int line)
+{
+    switch (v->kind) {
+    case CT_UNDEF: return 1; /* jinja2.Undefined: all equal */
+    case CT_NONE: return 2;
+    case CT_BOOL:
+    case CT_INT:
+    case CT_FLOAT: {
+        double d = num_f(v);
+        if (d != d)
+            return hash_mix(3, (uint64_t)(uintptr_t)v); /* NaN equals nothing */
+        if (d == 0)
+            d = 0; /* -0.0 == 0.0 */
+        uint64_t bits;
+        memcpy(&bits, &d, sizeof bits);
+        return hash_mix(3, bits);
+    }
+    case CT_STR: {
+        uint64_t h = 1469598103934665603ull;
+        for (size_t i = 0; i < v->str.n; i++)
+            h = (h ^ (unsigned char)v->str.s[i]) * 1099511628211ull;
+        return hash_mix(4, h);
+    }
+    case CT_LIST: {
+        if (!v->list.tuple && !v->list.range)
+            rfail(c, TXC_ERR_INVALID, line, "unhashable type: 'list'");
+        depth_enter(c);
+        uint64_t h = 5;
+        for (size_t i = 0; i < v->list.n; i++)
+            h = hash_mix(h, value_hash(c, v->list.items[i], line));
+        c->vdepth--;
+        return h;
+    }
+    case CT_DICT: rfail(c, TXC_ERR_INVALID, line, "unhashable type: 'dict'");
+    default: return hash_mix(6, (uint64_t)(uintptr_t)v); /* by identity, as equal() */
+    }
+}
+
+/* jinja2's do_unique: the items whose key was not seen before, in order (a
+ * hash set of the keys: linear time). */
+static size_t unique_items(rctx *c, ct_value **items, ct_value **keys, size_t n, ct_value **out, int line)
+{
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    size_t *slot = ct_alloc(&c->ar, cap * sizeof *slot); /* kept index + 1; 0: empty */
+    uint64_t *hs = ct_alloc(&c->ar, (n ? n : 1) * sizeof *hs);
+    memset(slot, 0, cap * sizeof *slot);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        tick(c, 1, line);
+        uint64_t h = value_hash(c, keys[i], line);
+        size_t j = (size_t)h & (cap - 1);
+        bool seen = false;
+        for (; slot[j]; j = (j + 1) & (cap - 1)) {
+            size_t k = slot[j] - 1;
+            if (hs[k] == h && equal(c, keys[i], keys[k])) {
+                seen = true;
+                break;
+            }
+        }
+        if (seen)
+            continue;
+        hs[i] = h;
+        slot[j] = i + 1;
+        out[m++] = items[i];
+    }
+    return m;
+}
+
+/* A stable merge sort of items by keys (Python's sorted() is stable, and
+ * reverse=True keeps equal items in their order). */
+static void sort_items(rctx *c, ct_value **items, ct_value **keys, size_t n, bool rev, int line)
+{
+    if (n < 2)
+        return;
+    ct_value **ti = ct_alloc(&c->ar, n * sizeof *ti), **tk = ct_alloc(&c->ar, n * sizeof *tk);
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t a = lo, b = mid, k = lo;
+            while (a < mid && b < hi) {
+                int r = compare(c, keys[b], keys[a], "<", line);
+                bool take_right = rev ? r > 0 : r < 0;
+                size_t from = take_right ? b++ : a++;
+                ti[k] = items[from];
+                tk[k++] = keys[from];
+            }
+            for (; a < mid; a++, k++)
+                ti[k] = items[a], tk[k] = keys[a];
+            for (; b < hi; b++, k++)
+                ti[k] = items[b], tk[k] = keys[b];
+        }
+        memcpy(items, ti, n * sizeof *ti);
+        memcpy(keys, tk, n * sizeof *tk);
+    }
 }
 
 /* ---- int() / float() of a str, as Python parses them -------------------- */
@@ -2779,15 +2907,7 @@ static ct_value *apply_filter(rctx *c, const ct_node *f, ct_value *v, const args
             keys[i] = sort_key(c, items[i], attr, cs, line);
         }
         if (f->id == FL_UNIQUE) {
-            size_t m = 0;
-            for (size_t i = 0; i < n; i++) {
-                bool seen = false;
-                for (size_t j = 0; j < i && !seen; j++)
-                    seen = equal(c, keys[i], keys[j]);
-                if (!seen)
-                    l->list.items[m++] = items[i];
-            }
-            l->list.n = m;
+            l->list.n = unique_items(c, items, keys, n, l->list.items, line);
             return l;
         }
         if (f->id == FL_MIN || f->id == FL_MAX) {
@@ -2801,19 +2921,7 @@ static ct_value *apply_filter(rctx *c, const ct_node *f, ct_value *v, const args
             }
             return items[best];
         }
-        /* stable insertion sort */
-        for (size_t i = 1; i < n; i++)
-            for (size_t j = i; j > 0; j--) {
-                int r = compare(c, keys[j - 1], keys[j], "<", line);
-                if (rev ? r >= 0 : r <= 0)
-                    break;
-                ct_value *t = keys[j];
-                keys[j] = keys[j - 1];
-                keys[j - 1] = t;
-                t = l->list.items[j];
-                l->list.items[j] = l->list.items[j - 1];
-                l->list.items[j - 1] = t;
-            }
+        sort_items(c, l->list.items, keys, n, rev, line);
         return l;
     }
     case FL_SUM: {
@@ -2879,6 +2987,7 @@ static void eval_args(rctx *c, const ct_node *e, args *a)
 
 static ct_value *eval(rctx *c, const ct_node *e)
 {
+    tick(c, 1, e->line);
     switch (e->kind) {
     case E_CONST: return e->value;
     case E_NAME: return lookup(c, e->name);
@@ -3083,6 +3192,7 @@ static void exec_for(rctx *c, const ct_node *s)
 
 static void exec_stmt(rctx *c, const ct_node *s)
 {
+    tick(c, 1, s->line);
     switch (s->kind) {
     case N_TEXT: emit(c, s->value->str.s, s->value->str.n); return;
     case N_OUTPUT: {
@@ -3203,6 +3313,7 @@ txc_status ct_render(const txc_chat_template *t, const txc_chat_message *message
         return txc_error(TXC_ERR_NOMEM, "out of memory");
     c->ar.limit_bytes = RENDER_MEM_LIMIT;
     c->ar.fail = &c->fail;
+    c->max_steps = t->max_steps ? t->max_steps : TXC_CHAT_TEMPLATE_MAX_STEPS;
     txc_status st = TXC_OK;
     cJSON *volatile json = NULL;
     if (setjmp(c->fail)) {

@@ -159,6 +159,7 @@ struct txc_chat_template {
     char *tokens[4];   /* bos, eos, unk, pad (malloc'd or NULL) */
     ct_var *vars;      /* extra variables */
     size_t nvars;
+    uint64_t max_steps; /* the render's step budget (txc_chat_template_set_max_steps) */
 };
 
 extern const char *const ct_token_names[4];

@@ -236,15 +236,20 @@ typedef struct pattern {
 
 typedef struct pattern_list {
     pattern *v;
-    size_t n;
+    size_t n, cap;
 } pattern_list;
 
 static txc_status pattern_add(pattern_list *l, const tk_added *a)
 {
-    pattern *v = realloc(l->v, (l->n + 1) * sizeof *v);
-    if (!v)
-        return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
-    l->v = v;
+    if (l->n == l->cap) { /* doubling: many added tokens load in linear time */
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        pattern *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
+            return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
+        l->v = v;
+        l->cap = cap;
+    }
+    pattern *v = l->v;
     v[l->n].content = malloc(a->len + 1);
     if (!v[l->n].content)
         return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
@@ -266,7 +271,7 @@ static void pattern_list_free(pattern_list *l)
  * normalizer changes decodes as its normalized form (and, since
  * is_special_token then sees that form, is not skipped as special). The
  * cache is keyed by id: an earlier entry's form stays unless replaced. */
-static txc_status set_decode_form(txc_tokenizer *t, tk_added *a)
+static txc_status set_decode_form(txc_tokenizer *t, tk_added *a, const tk_added *prev)
 {
     tk_buf b = {0};
     txc_status st = TXC_OK;
@@ -281,17 +286,12 @@ static txc_status set_decode_form(txc_tokenizer *t, tk_added *a)
         }
         tk_buf_free(&b);
     }
-    for (tk_added *e = a; !st && e-- > t->added;) {
-        if (e->id == a->id) {
-            if (e->dec) {
-                a->dec = malloc(e->dec_len + 1);
-                if (!a->dec)
-                    return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
-                memcpy(a->dec, e->dec, e->dec_len + 1);
-                a->dec_len = e->dec_len;
-            }
-            break;
-        }
+    if (!st && prev && prev->dec) {
+        a->dec = malloc(prev->dec_len + 1);
+        if (!a->dec)
+            return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
+        memcpy(a->dec, prev->dec, prev->dec_len + 1);
+        a->dec_len = prev->dec_len;
     }
     return st;
 }
@@ -305,9 +305,16 @@ static txc_status load_added_tokens(txc_tokenizer *t, const cJSON *list)
     else if (!cJSON_IsArray(list))
         return txc_error(TXC_ERR_FORMAT, "tokenizer.json: added_tokens is not an array");
     size_t n = list ? (size_t)cJSON_GetArraySize(list) : 0;
+    /* An added token's id is its vocab id or one past the largest so far:
+     * below bpe.n_ids + n. */
+    if (n > (size_t)(INT32_MAX - 1 - t->bpe.n_ids))
+        return txc_error(TXC_ERR_FORMAT, "tokenizer.json: too many added tokens (%zu)", n);
     t->added = calloc(n ? n : 1, sizeof *t->added);
-    if (!t->added)
+    t->added_by_id = malloc(((size_t)t->bpe.n_ids + n + 1) * sizeof *t->added_by_id);
+    if (!t->added || !t->added_by_id)
         return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
+    for (size_t i = 0; i < (size_t)t->bpe.n_ids + n + 1; i++)
+        t->added_by_id[i] = -1;
     /* the crate's special_tokens and added_tokens lists, in order */
     pattern_list specials = {0}, plain = {0};
     txc_status st = TXC_OK;
@@ -343,12 +350,11 @@ static txc_status load_added_tokens(txc_tokenizer *t, const cJSON *list)
             if (st)
                 break;
         }
-        bool dup = false;
-        for (size_t k = 0; k < t->n_added && !dup; k++)
-            dup = same_added(&t->added[k], &a);
-        if (dup)
-            continue;
+        /* The crate skips a token equal to one its id→token map holds: the
+         * latest token of the id its content has. */
         int32_t id = token_to_id(t, a.content, a.len);
+        if (id >= 0 && t->added_by_id[id] >= 0 && same_added(&t->added[t->added_by_id[id]], &a))
+            continue;
         if (id < 0) {
             int32_t vs = (int32_t)t->bpe.vocab_len;
             id = !any_added ? vs : (max_added >= vs || vs == 0) ? max_added + 1 : vs;
@@ -373,19 +379,12 @@ static txc_status load_added_tokens(txc_tokenizer *t, const cJSON *list)
         memcpy(a.content, content->valuestring, a.len + 1);
         a.id = id;
         t->added[t->n_added++] = a;
-        st = set_decode_form(t, &t->added[t->n_added - 1]);
+        int32_t prev = t->added_by_id[id];
+        t->added_by_id[id] = (int32_t)(t->n_added - 1); /* the latest one for an id wins */
+        st = set_decode_form(t, &t->added[t->n_added - 1], prev >= 0 ? &t->added[prev] : NULL);
     }
     if (!st) {
         t->n_ids = t->bpe.n_ids > max_added + 1 ? t->bpe.n_ids : max_added + 1;
-        t->added_by_id = malloc(((size_t)t->n_ids + 1) * sizeof *t->added_by_id);
-        if (!t->added_by_id)
-            st = txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
-    }
-    if (!st) {
-        for (int32_t i = 0; i < t->n_ids; i++)
-            t->added_by_id[i] = -1;
-        for (size_t k = 0; k < t->n_added; k++) /* the latest one for an id wins */
-            t->added_by_id[t->added[k].id] = (int32_t)k;
         st = trie_init(&t->trie_raw);
         if (!st)
             st = trie_init(&t->trie_norm);

@@ -115,6 +115,20 @@ static txc_status load_vocab(tk_bpe *m, const cJSON *vocab)
         if (id > max_id)
             max_id = id;
     }
+    /* The id tables are indexed by id: bound ids by the tokens present
+     * before allocating (a real vocab is dense; the crate keeps a hash map
+     * and takes any u32). */
+    int64_t id_limit = 2 * (int64_t)m->vocab.n + TK_VOCAB_ID_SLACK;
+    if (max_id >= id_limit) {
+        const char *name = "";
+        for (size_t i = 0; i < m->vocab.n; i++)
+            if (m->vocab.ent[i].val == max_id)
+                name = m->vocab.ent[i].key;
+        return txc_error(TXC_ERR_FORMAT,
+                         "tokenizer.json: model.vocab['%.64s'] has id %lld, but the vocab holds %zu tokens: txc "
+                         "takes ids below 2 x the tokens + %d (%lld)",
+                         name, (long long)max_id, m->vocab.n, TK_VOCAB_ID_SLACK, (long long)id_limit);
+    }
     m->vocab_len = m->vocab.n;
     m->n_ids = (int32_t)(max_id + 1);
     if (m->n_ids > 0) {
@@ -384,8 +398,9 @@ static const int32_t *cache_get(const tk_bpe_cache *c, const char *s, size_t len
             return NULL;
         const struct tk_cache_ent *x = &c->ent[e - 1];
         if (x->hash == h && x->key_len == len && !memcmp(c->keys.p + x->key_off, s, len)) {
-            *n_ids = x->n_ids;
-            return c->ids + x->ids_off;
+            static const int32_t none[1];
+            *n_ids = x->n_ids; /* 0: a word of characters none of which is in the vocab */
+            return x->n_ids ? c->ids + x->ids_off : none;
         }
     }
 }
@@ -432,7 +447,8 @@ static txc_status cache_put(tk_bpe_cache *c, const char *s, size_t len, uint32_t
     txc_status st = tk_buf_append(&c->keys, s, len);
     if (st)
         return st;
-    memcpy(c->ids + c->n_ids, ids, n_ids * sizeof *ids);
+    if (n_ids)
+        memcpy(c->ids + c->n_ids, ids, n_ids * sizeof *ids);
     c->ent[c->n] = (struct tk_cache_ent){h, (uint32_t)len, key_off, c->n_ids, (uint32_t)n_ids};
     c->n_ids += n_ids;
     size_t i = h & (c->cap - 1);
@@ -467,7 +483,7 @@ static txc_status tokenize_part(const tk_bpe *m, const char *s, size_t len, tk_b
     uint32_t h = word_hash(s, len);
     size_t k;
     const int32_t *hit = cache_get(cache, s, len, h, &k);
-    if (hit) {
+    if (hit && k) {
         if (*n + k > *cap) {
             size_t c = *cap ? *cap : 64;
             while (c < *n + k)
@@ -482,11 +498,13 @@ static txc_status tokenize_part(const tk_bpe *m, const char *s, size_t len, tk_b
         *n += k;
         return TXC_OK;
     }
+    if (hit) /* no ids: *ids may still be NULL */
+        return TXC_OK;
     size_t before = *n;
     int32_t id = vocab_first ? tk_strmap_get(&m->vocab, s, len) : -1;
     txc_status st = id >= 0 ? push_id(ids, n, cap, id) : merge_word(m, s, len, cache, ids, n, cap);
-    if (!st)
-        st = cache_put(cache, s, len, h, *ids + before, *n - before);
+    if (!st) /* *ids is NULL when no id was pushed yet */
+        st = cache_put(cache, s, len, h, *n > before ? *ids + before : NULL, *n - before);
     return st;
 }
 

@@ -384,6 +384,10 @@ typedef struct tk_merge_slot {
     int32_t new_id;
 } tk_merge_slot;
 
+/* Vocab ids are below 2 x the number of vocab tokens + this (the id tables
+ * are dense; see txc_tokenizer_load). */
+#define TK_VOCAB_ID_SLACK 65536
+
 typedef struct tk_bpe {
     tk_strmap vocab;     /* token → id */
     const char **id_tok; /* id → token (pointer into vocab keys), NULL in gaps */

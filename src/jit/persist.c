@@ -964,9 +964,11 @@ txc_persist_result txc_persist_load(const char *path, txc_plan_key key, const tx
 {
     *out = NULL;
     txc_status before = txc_last_status();
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT)
+    /* O_NONBLOCK: a FIFO (or a device) where the plan should be must not
+     * block the open; its type is checked before any read. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR) /* ENOTDIR: the folder is a file; saving will say so */
             return TXC_PERSIST_ABSENT;
         say(why, cap, "unreadable (%s)", strerror(errno));
         return TXC_PERSIST_REJECTED;
@@ -975,13 +977,31 @@ txc_persist_result txc_persist_load(const char *path, txc_plan_key key, const tx
     unsigned char *data = NULL;
     txc_persist_result res = TXC_PERSIST_REJECTED;
     size_t size = 0;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > TXC_PLAN_MAX_FILE) {
-        say(why, cap, "unreadable (not a regular file of at most %lld bytes)", (long long)TXC_PLAN_MAX_FILE);
+    if (fstat(fd, &st) != 0) {
+        say(why, cap, "unreadable (%s)", strerror(errno));
+        goto done;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        say(why, cap, "not a regular file (%s): skipped",
+            S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a folder" : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
+        goto done;
+    }
+    if (st.st_size > TXC_PLAN_MAX_FILE) {
+        say(why, cap, "unreadable (larger than %lld bytes)", (long long)TXC_PLAN_MAX_FILE);
         goto done;
     }
     size = (size_t)st.st_size;
     data = malloc(size ? size : 1);
-    if (!data || fread(data, 1, size, f) != size) {
+    size_t got = 0;
+    while (data && got < size) {
+        ssize_t k = read(fd, data + got, size - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    if (!data || got != size) {
         say(why, cap, data ? "unreadable (short read)" : "unreadable (out of memory)");
         goto done;
     }
@@ -1050,7 +1070,7 @@ txc_persist_result txc_persist_load(const char *path, txc_plan_key key, const tx
     res = TXC_PERSIST_LOADED;
 done:
     free(data);
-    fclose(f);
+    close(fd);
     if (before == TXC_OK)
         txc_clear_error();
     return res;

@@ -510,7 +510,7 @@ static txc_status run_mode(txc_model *model, const bench_mode *mode, const int32
                 row->cache_saves += (int64_t)js.cache_saves;
                 row->trace_ms += js.trace_ms;
                 if (js.cache_rejects) /* not errors of the run: said, not returned */
-                    fprintf(stderr, "txc: compile cache: %llu %s plan file(s) in %s corrupt or stale, recompiled\n",
+                    fprintf(stderr, "txc: compile cache: %llu %s plan file(s) in %s not usable (corrupt, stale, or not a regular file), recompiled\n",
                             (unsigned long long)js.cache_rejects, w ? "decode" : "prefill", cache_dir);
                 if (js.cache_errors)
                     fprintf(stderr, "txc: compile cache: %llu %s plan(s) could not be written to %s\n",

@@ -53,7 +53,10 @@ int txc_cli_fail(const char *what)
 
 int txc_cli_fail_in(const char *context)
 {
-    fprintf(stderr, "txc: %s%s%s\n", context, *txc_last_error() ? ": " : " failed", txc_last_error());
+    const char *e = txc_last_error();
+    if (!strncmp(e, context, strlen(context))) /* "chat template line 1: ..." names it already */
+        context = "";
+    fprintf(stderr, "txc: %s%s%s\n", context, !*e ? " failed" : *context ? ": " : "", e);
     return EXIT_ERROR;
 }
 
