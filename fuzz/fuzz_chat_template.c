@@ -3,8 +3,10 @@
  * fuzzutil.h) by the user message's content; the conversation is a
  * system, user, assistant, user exchange with the special tokens set, and
  * add_generation_prompt is the input length's parity. The render's own
- * guards bound its output (64 MiB) and memory (512 MiB); libFuzzer's
- * -timeout and -rss_limit_mb bound the rest (scripts/fuzz.sh sets them).
+ * guards bound its output (64 MiB) and memory (512 MiB), and its time with a
+ * step budget of FZ_MAX_STEPS (a real template takes a few thousand steps
+ * per message; the default budget, 10^8, is seconds per input here);
+ * libFuzzer's -timeout and -rss_limit_mb (scripts/fuzz.sh) catch the rest.
  * Property: parse and render succeed or fail with a message, and a
  * successful render is NUL-terminated at the length it reports. */
 #include <stdint.h>
@@ -13,6 +15,8 @@
 
 #include "fuzzutil.h"
 #include "txc/chat_template.h"
+
+#define FZ_MAX_STEPS 200000
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -31,6 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(content, part[1], len[1]);
         content[len[1]] = '\0';
     }
+    if (txc_chat_template_set_max_steps(t, FZ_MAX_STEPS) != TXC_OK)
+        abort();
     txc_chat_template_set_token(t, "bos_token", "<s>");
     txc_chat_template_set_token(t, "eos_token", "</s>");
     txc_chat_message m[] = {
