@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs dependencies, then builds and runs every unit and
 # end-to-end test twice — a normal build (build/) and an AddressSanitizer +
-# UndefinedBehaviorSanitizer build (build-asan/) — and prints one summary line.
+# UndefinedBehaviorSanitizer build (build-asan/) — then runs each libFuzzer
+# target (fuzz/, clang, build-fuzz/) for a short smoke on its committed
+# corpus (TXC_FUZZ_SMOKE_SECONDS each, default 20; scripts/fuzz.sh runs one
+# longer), and prints one summary line counting tests and fuzz targets.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh || exit 1
@@ -23,6 +26,19 @@ for variant in normal asan; do
   failed=$(sed -E 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")
   n=$(sed -E 's/.* tests failed out of ([0-9]+).*/\1/' <<<"$line")
   total_fail=$((total_fail + failed)); total_pass=$((total_pass + n - failed))
+done
+echo "== fuzz build (build-fuzz), ${TXC_FUZZ_SMOKE_SECONDS:-20} s per target =="
+cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DTXC_FUZZ=ON -DTXC_BUILD_TESTS=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
+cmake --build build-fuzz -j "$jobs" >/dev/null || { cmake --build build-fuzz 2>&1 | tail -50; exit 1; }
+for t in $(scripts/fuzz.sh --list); do
+  if out=$(scripts/fuzz.sh --smoke "$t" "${TXC_FUZZ_SMOKE_SECONDS:-20}" 2>&1); then
+    tail -1 <<<"$out"
+    total_pass=$((total_pass + 1))
+  else
+    tail -40 <<<"$out"
+    total_fail=$((total_fail + 1))
+  fi
 done
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

@@ -96,6 +96,13 @@ typedef struct txc_tokenizer txc_tokenizer;
  * Loading takes time linear in the added tokens. */
 txc_status txc_tokenizer_load(const char *path, txc_tokenizer **out);
 
+/* Parse tokenizer.json text held in memory (`len` bytes, need not be
+ * NUL-terminated), as txc_tokenizer_load does with a file's contents
+ * (messages name it "tokenizer.json"). Errors: as txc_tokenizer_load but
+ * TXC_ERR_IO; TXC_ERR_INVALID when out is NULL, or json_text is NULL with
+ * len > 0. */
+txc_status txc_tokenizer_parse(const char *json_text, size_t len, txc_tokenizer **out);
+
 /* Free a tokenizer (NULL is ignored). */
 void txc_tokenizer_free(txc_tokenizer *tok);
 

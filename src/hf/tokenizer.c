@@ -461,6 +461,30 @@ static txc_status load_json(txc_tokenizer *t, const cJSON *root)
     return st;
 }
 
+/* Parse tokenizer.json text; `origin` names it in the "not valid JSON" message. */
+static txc_status tokenizer_parse(const char *data, size_t len, const char *origin, txc_tokenizer **out)
+{
+    cJSON *root = cJSON_ParseWithLength(data, len);
+    if (!root) {
+        const char *where = cJSON_GetErrorPtr();
+        size_t off = where && where >= data && where <= data + len ? (size_t)(where - data) : 0;
+        return txc_error(TXC_ERR_FORMAT, "tokenizer: %s is not valid JSON (near byte %zu)", origin, off);
+    }
+    txc_tokenizer *t = calloc(1, sizeof *t);
+    if (!t) {
+        cJSON_Delete(root);
+        return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
+    }
+    txc_status st = load_json(t, root);
+    cJSON_Delete(root);
+    if (st) {
+        txc_tokenizer_free(t);
+        return st;
+    }
+    *out = t;
+    return TXC_OK;
+}
+
 txc_status txc_tokenizer_load(const char *path, txc_tokenizer **out)
 {
     if (out)
@@ -484,31 +508,19 @@ txc_status txc_tokenizer_load(const char *path, txc_tokenizer **out)
         free(file);
         return st;
     }
-    cJSON *root = cJSON_ParseWithLength(data, len);
-    if (!root) {
-        const char *where = cJSON_GetErrorPtr();
-        size_t off = where && where >= data && where <= data + len ? (size_t)(where - data) : 0;
-        st = txc_error(TXC_ERR_FORMAT, "tokenizer: %s is not valid JSON (near byte %zu)",
-                       file ? file : path, off);
-        free(data);
-        free(file);
-        return st;
-    }
+    st = tokenizer_parse(data, len, file ? file : path, out);
     free(data);
     free(file);
-    txc_tokenizer *t = calloc(1, sizeof *t);
-    if (!t) {
-        cJSON_Delete(root);
-        return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
-    }
-    st = load_json(t, root);
-    cJSON_Delete(root);
-    if (st) {
-        txc_tokenizer_free(t);
-        return st;
-    }
-    *out = t;
-    return TXC_OK;
+    return st;
+}
+
+txc_status txc_tokenizer_parse(const char *json_text, size_t len, txc_tokenizer **out)
+{
+    if (out)
+        *out = NULL;
+    if ((!json_text && len) || !out)
+        return txc_error(TXC_ERR_INVALID, "txc_tokenizer_parse: NULL argument");
+    return tokenizer_parse(json_text ? json_text : "", len, "tokenizer.json", out);
 }
 
 void txc_tokenizer_free(txc_tokenizer *t)

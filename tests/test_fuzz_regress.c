@@ -1,0 +1,56 @@
+/* Inputs the fuzz targets (fuzz/, see fuzz/README.md) found, each kept as a
+ * regression test of the parser it broke, and the from-memory entry points
+ * the targets use (txc_tokenizer_parse). */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "txc/tokenizer.h"
+
+/* txc_tokenizer_parse gives what txc_tokenizer_load gives for the same
+ * bytes, and its errors. */
+static void test_tokenizer_parse(void **state)
+{
+    (void)state;
+    static const char json[] = "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[\"a b\"]}}";
+    txc_tokenizer *t = NULL;
+    assert_int_equal(txc_tokenizer_parse(json, strlen(json), &t), TXC_OK);
+    int32_t *ids;
+    size_t n;
+    assert_int_equal(txc_tokenizer_encode(t, "abab", 4, false, &ids, &n), TXC_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 2);
+    assert_int_equal(ids[1], 2);
+    free(ids);
+    assert_int_equal(txc_tokenizer_vocab_size(t), 3);
+    txc_tokenizer_free(t);
+
+    /* not NUL-terminated: only len bytes are read */
+    char *copy = malloc(strlen(json) + 5);
+    memcpy(copy, json, strlen(json));
+    memcpy(copy + strlen(json), "junk", 4);
+    assert_int_equal(txc_tokenizer_parse(copy, strlen(json), &t), TXC_OK);
+    txc_tokenizer_free(t);
+    txc_clear_error(); /* the first error of the thread is the one kept */
+    assert_int_equal(txc_tokenizer_parse(copy, strlen(json) - 1, &t), TXC_ERR_FORMAT);
+    assert_null(t);
+    assert_non_null(strstr(txc_last_error(), "tokenizer.json is not valid JSON"));
+    free(copy);
+
+    assert_int_equal(txc_tokenizer_parse("", 0, &t), TXC_ERR_FORMAT);
+    assert_int_equal(txc_tokenizer_parse(NULL, 0, &t), TXC_ERR_FORMAT);
+    assert_int_equal(txc_tokenizer_parse(NULL, 3, &t), TXC_ERR_INVALID);
+    assert_int_equal(txc_tokenizer_parse(json, strlen(json), NULL), TXC_ERR_INVALID);
+    txc_clear_error();
+    assert_int_equal(txc_tokenizer_parse("[1]", 3, &t), TXC_ERR_FORMAT);
+    assert_non_null(strstr(txc_last_error(), "top level is not an object"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tokenizer_parse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
