@@ -306,9 +306,10 @@ int txc_cmd_chat(int argc, char **argv)
     /* stdin before anything is opened: a closed one would be the first file
      * opened (fd 0) and read as the user's turns; a folder cannot be read */
     struct stat in_st;
-    if (fstat(STDIN_FILENO, &in_st) != 0 || S_ISDIR(in_st.st_mode)) {
+    const bool in_ok = fstat(STDIN_FILENO, &in_st) == 0;
+    if (!in_ok || S_ISDIR(in_st.st_mode)) {
         fprintf(stderr, "txc: chat reads the user's turns from stdin, but stdin is %s\n",
-                errno == EBADF ? "closed" : S_ISDIR(in_st.st_mode) ? "a directory" : strerror(errno));
+                in_ok ? "a directory" : errno == EBADF ? "closed" : strerror(errno));
         return EXIT_ERROR;
     }
     if (!(model_dir = txc_cli_model_dir(model_dir)))
