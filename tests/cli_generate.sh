@@ -172,6 +172,22 @@ if [ $? -eq 0 ]; then
     "tokenizer.json has ids up to 512, but config.json's vocab_size is 512: the added token '<|extra|>' has id 512" \
     "$TXC" generate --model "$tmp/m"
 fi
+# The model's first greedy token (id 432, ",") taken out of tokenizer.json: a hole in the vocab, called so.
+copy_model
+python3 - "$tmp/m/tokenizer.json" <<'PY' 2>/dev/null
+import json, sys
+d = json.load(open(sys.argv[1]))
+v = d["model"]["vocab"]
+tok = [k for k, i in v.items() if i == 432][0]
+del v[tok]
+parts = lambda x: x.split(" ") if isinstance(x, str) else x
+d["model"]["merges"] = [x for x in d["model"]["merges"] if tok not in parts(x) and "".join(parts(x)) != tok]
+json.dump(d, open(sys.argv[1], "w"))
+PY
+if [ $? -eq 0 ]; then
+  expect_error "a generated id that is a hole in the vocab" "the model chose id 432, a hole in tokenizer.json's vocabulary" \
+    "$TXC" generate --model "$tmp/m" --prompt "Once upon a time" --max-new-tokens 3
+fi
 copy_model; rm "$tmp/m/tokenizer.json"
 expect_error "missing tokenizer.json" "tokenizer.json" "$TXC" generate --model "$tmp/m"
 expect_error "prompt longer than max_cache_len" "max_cache_len 4" \

@@ -88,6 +88,7 @@ static void conv_free(conversation *c)
 }
 
 typedef struct stream {
+    const txc_tokenizer *tok;
     txc_detok_stream *detok;
     bool failed;
 } stream;
@@ -98,6 +99,7 @@ static bool put_token(void *ctx, int32_t id)
     const char *piece;
     size_t n;
     if (txc_detok_stream_put(s->detok, id, &piece, &n) != TXC_OK) {
+        txc_cli_name_hole(s->tok, id);
         s->failed = true;
         return false;
     }
@@ -154,6 +156,7 @@ static int chat_turn(chat *c, int turn)
         goto out;
     }
     opts->max_new_tokens = txc_cli_max_new_tokens(c->max_new_flag, c->gcfg, (int64_t)n_ids, c->default_max_new);
+    st.tok = tok;
     if (!(st.detok = txc_detok_stream_new(tok, true))) {
         rc = txc_cli_fail("detokenizer");
         goto out;
@@ -306,9 +309,10 @@ int txc_cmd_chat(int argc, char **argv)
     /* stdin before anything is opened: a closed one would be the first file
      * opened (fd 0) and read as the user's turns; a folder cannot be read */
     struct stat in_st;
-    if (fstat(STDIN_FILENO, &in_st) != 0 || S_ISDIR(in_st.st_mode)) {
+    const bool in_ok = fstat(STDIN_FILENO, &in_st) == 0;
+    if (!in_ok || S_ISDIR(in_st.st_mode)) {
         fprintf(stderr, "txc: chat reads the user's turns from stdin, but stdin is %s\n",
-                errno == EBADF ? "closed" : S_ISDIR(in_st.st_mode) ? "a directory" : strerror(errno));
+                in_ok ? "a directory" : errno == EBADF ? "closed" : strerror(errno));
         return EXIT_ERROR;
     }
     if (!(model_dir = txc_cli_model_dir(model_dir)))

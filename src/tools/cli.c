@@ -473,3 +473,11 @@ char *txc_cli_read_prompt(const char *flag, const char *path, size_t max_bytes, 
     *len = n;
     return buf;
 }
+
+void txc_cli_name_hole(const txc_tokenizer *tok, int32_t id)
+{
+    if (id >= 0 && id < txc_tokenizer_vocab_size(tok) && !txc_tokenizer_id_to_token(tok, id))
+        txc_error_replace(TXC_ERR_INVALID, "the model chose id %d, a hole in tokenizer.json's vocabulary (no token "
+                                           "has it; ids go up to %d)",
+                          (int)id, (int)txc_tokenizer_vocab_size(tok) - 1);
+}

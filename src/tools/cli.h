@@ -190,6 +190,12 @@ bool txc_cli_load_model(const char *model_dir, const txc_model_options *mopts, t
  * cut it short without a word. */
 bool txc_cli_text_ok(const char *s, size_t n);
 
+/* After a streamed token failed to detokenize: when `id` is below the
+ * tokenizer's vocab size but no token has it (a hole in the vocabulary),
+ * record that as the error (instead of "out of range"); else leave the
+ * recorded error. */
+void txc_cli_name_hole(const txc_tokenizer *tok, int32_t id);
+
 /* The longest prompt read from a file or stdin (--prompt-file, --prompt -). */
 #define TXC_CLI_MAX_PROMPT_BYTES ((size_t)64 << 20)
 /* Read the prompt in `path` ("-": stdin) for `flag`: the whole file, one

@@ -62,6 +62,7 @@ static void usage_generate(FILE *f)
 #define MAX_STOP_STRINGS 32
 
 typedef struct stream_ctx {
+    const txc_tokenizer *tok;
     txc_detok_stream *detok;
     bool failed;
     /* --stop: text not printed yet because it may begin a stop string */
@@ -136,6 +137,7 @@ static bool print_token(void *ctx, int32_t id)
     const char *piece;
     size_t n;
     if (txc_detok_stream_put(s->detok, id, &piece, &n) != TXC_OK) {
+        txc_cli_name_hole(s->tok, id);
         s->failed = true;
         return false;
     }
@@ -253,6 +255,7 @@ static int cmd_generate(int argc, char **argv)
     opts.cache = cache;
     opts.max_cache_len = max_cache_len;
     txc_cli_gen_flags_apply(&gf, &opts);
+    sc.tok = tok;
     sc.detok = txc_detok_stream_new(tok, true);
     opts.on_token = print_token;
     opts.ctx = &sc;
