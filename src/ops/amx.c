@@ -155,11 +155,13 @@ AMX_BLOCK(1, 1)
 /* Rows of A packed per pass: the pack stays within 8 MiB. */
 #define AMX_PACK_BYTES ((size_t)8 << 20)
 
-TXC_AMX bool txc_kern_gemm_nt_amx(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                                  const uint16_t *B, int64_t ldb, float *C, int64_t ldc)
+/* The AMX body; entered only after txc_kern_gemm_nt_amx has checked the CPU
+ * (a target("amx-...") function may use AVX-512 anywhere in its body, the
+ * prologue included: under ASan, zeroing locals raised SIGILL on AVX2-only
+ * CPUs before the check ran). */
+static TXC_AMX bool gemm_nt_amx_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                                    const uint16_t *B, int64_t ldb, float *C, int64_t ldc)
 {
-    if (M <= 0 || N <= 0 || K <= 0 || K % 32 || !txc_amx_available())
-        return false;
     int64_t mc = (int64_t)(AMX_PACK_BYTES / ((size_t)K * 2)) / 16 * 16;
     if (mc < 32)
         mc = 32;
@@ -228,13 +230,16 @@ TXC_AMX bool txc_kern_gemm_nt_amx(int64_t M, int64_t N, int64_t K, const float *
     return true;
 }
 
-/* The AMX bf16 peak probe: `iters` rounds of 4 independent TDPBF16PS on
- * tiles already loaded (no memory traffic in the loop); returns the flops
- * done (16 x 16 x 32 x 2 per instruction), 0 without AMX. */
-TXC_AMX double txc_kern_amx_peak_run(int64_t iters)
+bool txc_kern_gemm_nt_amx(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
+                          int64_t ldb, float *C, int64_t ldc)
 {
-    if (!txc_amx_available())
-        return 0;
+    if (M <= 0 || N <= 0 || K <= 0 || K % 32 || !txc_amx_available())
+        return false;
+    return gemm_nt_amx_run(M, N, K, A, lda, B, ldb, C, ldc);
+}
+
+static TXC_AMX double amx_peak_run(int64_t iters)
+{
     static const uint16_t zeros[512] __attribute__((aligned(64)));
     amx_configure();
     _tile_zero(0);
@@ -253,6 +258,14 @@ TXC_AMX double txc_kern_amx_peak_run(int64_t iters)
     }
     _tile_release();
     return (double)iters * 4.0 * 16 * 16 * 32 * 2;
+}
+
+/* The AMX bf16 peak probe: `iters` rounds of 4 independent TDPBF16PS on
+ * tiles already loaded (no memory traffic in the loop); returns the flops
+ * done (16 x 16 x 32 x 2 per instruction), 0 without AMX. */
+double txc_kern_amx_peak_run(int64_t iters)
+{
+    return txc_amx_available() ? amx_peak_run(iters) : 0;
 }
 
 #else
