@@ -176,7 +176,8 @@ elif [ $rc -eq 0 ] && python3 - "$tmp/jn" <<'PY'
 import json, sys
 r = {x["mode"]: x for x in json.load(open(sys.argv[1]))["rows"]}
 a, b = r["jit-static"]["prefill_gflops"], r["jit-none"]["prefill_gflops"]
-assert a > 0 and b > 0 and 0.1 < b / a < 10, (a, b)
+# wide bounds: the two rows run minutes apart on a shared machine; the bug gave 0 or ~30x
+assert a > 0 and b > 0 and 0.02 < b / a < 20, (a, b)
 PY
 then
   ok "jit-none prefill GFLOP/s of the order of jit-static's"
