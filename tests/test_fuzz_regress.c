@@ -73,11 +73,32 @@ static void test_added_tokens_after_shared_ids(void **state)
     txc_tokenizer_free(t);
 }
 
+/* fuzz_tokenizer_load: a vocab key holding a raw byte that is not UTF-8
+ * ("\xA4") was accepted (cJSON passes raw bytes), and the streaming
+ * detokenizer's text then differed from decode()'s. JSON is UTF-8 and the
+ * crate (serde_json) refuses such a file: so does txc. */
+static void test_tokenizer_not_utf8(void **state)
+{
+    (void)state;
+    static const char json[] = "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"\xA4\":1},\"merges\":[]}}";
+    txc_tokenizer *t = NULL;
+    txc_clear_error();
+    assert_int_equal(txc_tokenizer_parse(json, strlen(json), &t), TXC_ERR_FORMAT);
+    assert_null(t);
+    assert_string_equal(txc_last_error(), "tokenizer: tokenizer.json is not valid UTF-8");
+    /* the same bytes escaped are a valid file: "\u00a4" is U+00A4 */
+    static const char ok[] = "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"\\u00a4\":1},\"merges\":[]}}";
+    assert_int_equal(txc_tokenizer_parse(ok, strlen(ok), &t), TXC_OK);
+    assert_int_equal(txc_tokenizer_token_to_id(t, "\xC2\xA4"), 1);
+    txc_tokenizer_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tokenizer_parse),
         cmocka_unit_test(test_added_tokens_after_shared_ids),
+        cmocka_unit_test(test_tokenizer_not_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -467,6 +467,10 @@ static txc_status load_json(txc_tokenizer *t, const cJSON *root)
 /* Parse tokenizer.json text; `origin` names it in the "not valid JSON" message. */
 static txc_status tokenizer_parse(const char *data, size_t len, const char *origin, txc_tokenizer **out)
 {
+    /* JSON text is UTF-8 (RFC 8259) and the crate's serde_json refuses
+     * anything else; cJSON would pass raw bytes into token strings. */
+    if (!tk_utf8_valid(data, len))
+        return txc_error(TXC_ERR_FORMAT, "tokenizer: %s is not valid UTF-8", origin);
     cJSON *root = cJSON_ParseWithLength(data, len);
     if (!root) {
         const char *where = cJSON_GetErrorPtr();
