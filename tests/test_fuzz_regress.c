@@ -47,10 +47,58 @@ static void test_tokenizer_parse(void **state)
     assert_non_null(strstr(txc_last_error(), "top level is not an object"));
 }
 
+/* fuzz_tokenizer_load: vocab entries sharing an id make the entry count
+ * (where added-token numbering starts, the crate's get_vocab_size) larger
+ * than max id + 1; the id -> added token table was sized by the latter and
+ * the fourth added token here was written past its end (ASan:
+ * heap-buffer-overflow in load_added_tokens). */
+static void test_added_tokens_after_shared_ids(void **state)
+{
+    (void)state;
+    static const char json[] =
+        "{\"added_tokens\":[{\"content\":\"X\",\"special\":true},{\"content\":\"Y\"},{\"content\":\"Z\"},"
+        "{\"content\":\"W\"}],\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":0,\"c\":0,\"d\":0,\"e\":0},"
+        "\"merges\":[]}}";
+    txc_tokenizer *t = NULL;
+    assert_int_equal(txc_tokenizer_parse(json, strlen(json), &t), TXC_OK);
+    assert_int_equal(txc_tokenizer_token_to_id(t, "X"), 5); /* numbered from the 5 entries */
+    assert_int_equal(txc_tokenizer_token_to_id(t, "W"), 8);
+    assert_int_equal(txc_tokenizer_vocab_size(t), 9);
+    int32_t ids[2] = {8, 6};
+    char *text;
+    size_t len;
+    assert_int_equal(txc_tokenizer_decode(t, ids, 2, false, &text, &len), TXC_OK);
+    assert_string_equal(text, "W Y"); /* no decoder: tokens joined by " " */
+    free(text);
+    txc_tokenizer_free(t);
+}
+
+/* fuzz_tokenizer_load: a vocab key holding a raw byte that is not UTF-8
+ * ("\xA4") was accepted (cJSON passes raw bytes), and the streaming
+ * detokenizer's text then differed from decode()'s. JSON is UTF-8 and the
+ * crate (serde_json) refuses such a file: so does txc. */
+static void test_tokenizer_not_utf8(void **state)
+{
+    (void)state;
+    static const char json[] = "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"\xA4\":1},\"merges\":[]}}";
+    txc_tokenizer *t = NULL;
+    txc_clear_error();
+    assert_int_equal(txc_tokenizer_parse(json, strlen(json), &t), TXC_ERR_FORMAT);
+    assert_null(t);
+    assert_string_equal(txc_last_error(), "tokenizer: tokenizer.json is not valid UTF-8");
+    /* the same bytes escaped are a valid file: "\u00a4" is U+00A4 */
+    static const char ok[] = "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"\\u00a4\":1},\"merges\":[]}}";
+    assert_int_equal(txc_tokenizer_parse(ok, strlen(ok), &t), TXC_OK);
+    assert_int_equal(txc_tokenizer_token_to_id(t, "\xC2\xA4"), 1);
+    txc_tokenizer_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tokenizer_parse),
+        cmocka_unit_test(test_added_tokens_after_shared_ids),
+        cmocka_unit_test(test_tokenizer_not_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -85,7 +85,7 @@ typedef struct txc_tokenizer txc_tokenizer;
 /* Load a tokenizer.json. `path` is the file, or a directory holding
  * "tokenizer.json". On success *out owns the tokenizer (txc_tokenizer_free).
  * Errors: TXC_ERR_INVALID (NULL argument), TXC_ERR_IO (missing/unreadable),
- * TXC_ERR_FORMAT (not JSON, a field of the wrong type, a merge whose parts or
+ * TXC_ERR_FORMAT (not UTF-8, not JSON, a field of the wrong type, a merge whose parts or
  * result are not in the vocab — as the crate's BpeBuilder; a vocab id of
  * 2 x the number of vocab tokens + 65536 or more: txc's id tables are dense,
  * and a real vocab has few holes), TXC_ERR_UNSUPPORTED

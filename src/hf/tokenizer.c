@@ -305,15 +305,18 @@ static txc_status load_added_tokens(txc_tokenizer *t, const cJSON *list)
     else if (!cJSON_IsArray(list))
         return txc_error(TXC_ERR_FORMAT, "tokenizer.json: added_tokens is not an array");
     size_t n = list ? (size_t)cJSON_GetArraySize(list) : 0;
-    /* An added token's id is its vocab id or one past the largest so far:
-     * below bpe.n_ids + n. */
-    if (n > (size_t)(INT32_MAX - 1 - t->bpe.n_ids))
+    /* An added token's id is its vocab id or one past the largest so far,
+     * numbering starting at the vocab's entry count: below
+     * max(bpe.n_ids, vocab_len) + n (vocab_len exceeds n_ids when several
+     * vocab entries share an id). */
+    size_t base = (size_t)t->bpe.n_ids > t->bpe.vocab_len ? (size_t)t->bpe.n_ids : t->bpe.vocab_len;
+    if (base > (size_t)INT32_MAX - 1 || n > (size_t)INT32_MAX - 1 - base)
         return txc_error(TXC_ERR_FORMAT, "tokenizer.json: too many added tokens (%zu)", n);
     t->added = calloc(n ? n : 1, sizeof *t->added);
-    t->added_by_id = malloc(((size_t)t->bpe.n_ids + n + 1) * sizeof *t->added_by_id);
+    t->added_by_id = malloc((base + n + 1) * sizeof *t->added_by_id);
     if (!t->added || !t->added_by_id)
         return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
-    for (size_t i = 0; i < (size_t)t->bpe.n_ids + n + 1; i++)
+    for (size_t i = 0; i < base + n + 1; i++)
         t->added_by_id[i] = -1;
     /* the crate's special_tokens and added_tokens lists, in order */
     pattern_list specials = {0}, plain = {0};
@@ -464,6 +467,10 @@ static txc_status load_json(txc_tokenizer *t, const cJSON *root)
 /* Parse tokenizer.json text; `origin` names it in the "not valid JSON" message. */
 static txc_status tokenizer_parse(const char *data, size_t len, const char *origin, txc_tokenizer **out)
 {
+    /* JSON text is UTF-8 (RFC 8259) and the crate's serde_json refuses
+     * anything else; cJSON would pass raw bytes into token strings. */
+    if (!tk_utf8_valid(data, len))
+        return txc_error(TXC_ERR_FORMAT, "tokenizer: %s is not valid UTF-8", origin);
     cJSON *root = cJSON_ParseWithLength(data, len);
     if (!root) {
         const char *where = cJSON_GetErrorPtr();
