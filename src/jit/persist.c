@@ -107,8 +107,11 @@ static uint64_t op_table_fingerprint(void)
         h_word(&h, (uint64_t)(d && d->view ? 1 : 0));
     }
     h_word(&h, TXC_DTYPE_COUNT);
-    for (int d = 0; d < TXC_DTYPE_COUNT; d++)
+    for (int d = 0; d < TXC_DTYPE_COUNT; d++) {
         h_word(&h, txc_dtype_size((txc_dtype)d));
+        h_word(&h, (uint64_t)txc_dtype_block_size((txc_dtype)d));
+        h_word(&h, txc_dtype_block_bytes((txc_dtype)d));
+    }
     h_word(&h, TXC_MAX_DIMS);
     h_word(&h, TXC_MAX_OP_INPUTS);
     h_word(&h, txc_fused_format());
