@@ -3,8 +3,16 @@
  * - the dtype table: block sizes and bytes as ggml-common.h's structs, ggml
  *   type ids both ways, names, arrays sized by blocks and refused when the
  *   last dim is not a whole number of blocks.
+ * - dequantization bit-exact against gguf.quants.dequantize and
+ *   quantization bit-exact against gguf.quants.quantize / ggml's reference
+ *   quantizers (tests/fixtures/quant_fixtures.json, written by
+ *   scripts/gen_quant_fixtures.py), for every type.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "txc/quant.h"
 
 #include "testutil.h"
 #include "txc/array.h"
@@ -73,11 +81,78 @@ static void test_arrays(void **state)
     txc_storage_release(s);
 }
 
+/* hex string -> malloc'd bytes (*n of them) */
+static uint8_t *unhex(const char *h, size_t *n)
+{
+    size_t len = strlen(h);
+    assert_int_equal(len % 2, 0);
+    uint8_t *b = malloc(len / 2 + 1);
+    for (size_t i = 0; i < len / 2; i++) {
+        unsigned v;
+        assert_int_equal(sscanf(h + 2 * i, "%2x", &v), 1);
+        b[i] = (uint8_t)v;
+    }
+    *n = len / 2;
+    return b;
+}
+
+static void test_fixtures(void **state)
+{
+    (void)state;
+    char *text = tu_read_file(tu_path("%s/tests/fixtures/quant_fixtures.json", tu_source_dir()), NULL);
+    assert_non_null(text);
+    cJSON *doc = cJSON_Parse(text);
+    assert_non_null(doc);
+    const cJSON *c;
+    int n_cases = 0;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(doc, "cases"))
+    {
+        const char *name = cJSON_GetObjectItem(c, "type")->valuestring;
+        txc_dtype dt;
+        assert_true(txc_dtype_parse(name, &dt));
+        int64_t n = cJSON_GetObjectItem(c, "n")->valueint;
+        size_t nb, nd, ni, nq;
+        uint8_t *blocks = unhex(cJSON_GetObjectItem(c, "blocks")->valuestring, &nb);
+        uint8_t *deq = unhex(cJSON_GetObjectItem(c, "dequant")->valuestring, &nd);
+        uint8_t *in = unhex(cJSON_GetObjectItem(c, "input")->valuestring, &ni);
+        uint8_t *q = unhex(cJSON_GetObjectItem(c, "quant")->valuestring, &nq);
+        assert_int_equal(nb, txc_dtype_row_bytes(dt, n));
+        assert_int_equal(nq, nb);
+        assert_int_equal(nd, (size_t)n * 4);
+        float *got = malloc((size_t)n * 4);
+        assert_int_equal(txc_quant_dequantize(dt, blocks, got, n), TXC_OK);
+        for (int64_t i = 0; i < n; i++)
+            if (memcmp(got + i, deq + 4 * i, 4) != 0) {
+                float w;
+                memcpy(&w, deq + 4 * i, 4);
+                fail_msg("%s dequantize: element %lld is %.9g, gguf.quants says %.9g", name, (long long)i, got[i], w);
+            }
+        uint8_t *qb = malloc(nq);
+        float *x = malloc(ni);
+        memcpy(x, in, ni);
+        assert_int_equal(txc_quant_quantize(dt, x, qb, n), TXC_OK);
+        for (size_t i = 0; i < nq; i++)
+            if (qb[i] != q[i])
+                fail_msg("%s quantize: byte %zu (block %zu) is 0x%02x, %s says 0x%02x", name, i,
+                         i / txc_dtype_block_bytes(dt), qb[i], cJSON_GetObjectItem(c, "quant_oracle")->valuestring, q[i]);
+        /* not whole blocks: refused */
+        assert_int_equal(txc_quant_dequantize(dt, blocks, got, n - 1), TXC_ERR_INVALID);
+        assert_int_equal(txc_quant_quantize(dt, x, qb, n + 1), TXC_ERR_INVALID);
+        free(got), free(qb), free(x), free(blocks), free(deq), free(in), free(q);
+        n_cases++;
+    }
+    assert_int_equal(n_cases, 8);
+    assert_int_equal(txc_quant_dequantize(TXC_I64, text, NULL, 0), TXC_ERR_UNSUPPORTED);
+    cJSON_Delete(doc);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dtype_table),
         cmocka_unit_test(test_arrays),
+        cmocka_unit_test(test_fixtures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
