@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "txc/dtype.h"
+#include "txc/status.h"
 
 /* One block (32 or 256 elements) to float32 (ggml's dequantize_row_*). */
 void txc_quant_dequantize_block(txc_dtype dt, const void *block, float *y);
@@ -54,8 +55,15 @@ void txc_qdot_ref(txc_dtype dt, const uint8_t *w, size_t row_bytes, int64_t n, i
 /* NULL when this type has no AVX2 kernel. */
 txc_qdot_fn txc_qdot_avx2_for(txc_dtype dt);
 
-/* Quantize activation rows on the AVX2 path (the same values as the
- * portable txc_qact_quantize, bit for bit). */
-void txc_qact_quantize_avx2(const float *x, int64_t K, float *d, float *s, int8_t *qs);
+/* C[i*ldc + j] = sum_k A[i*lda + k] * W[j, k] for a (N, K) weight of
+ * quantized dt (ggml's layout), A float32 (M rows; quantized per row as
+ * above), C float32: the linear op's product. Threads split the weight's
+ * rows; no result depends on M, N or the thread count. Uses the scratch
+ * slot GEMM_B. Errors: TXC_ERR_INVALID (K not whole blocks),
+ * TXC_ERR_NOMEM. */
+txc_status txc_quant_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *W,
+                          txc_dtype dt, float *C, int64_t ldc);
+/* Row `row` of a (rows, K) quantized weight to K float32 (embedding). */
+txc_status txc_quant_rows(txc_dtype dt, const void *W, int64_t K, int64_t row, float *dst);
 
 #endif
