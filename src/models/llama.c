@@ -11,6 +11,7 @@
  * from one table per architecture. See include/txc/model.h.
  */
 #include "models/model_impl.h"
+#include "txc/gguf.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -152,8 +153,8 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
     *out = -1;
     const txc_st_tensor *t = find_tensor(st, name);
     if (!t)
-        return txc_error(TXC_ERR_FORMAT, "model.safetensors: tensor '%s' is missing (expected by config.json: %s)",
-                         name, why);
+        return txc_error(TXC_ERR_FORMAT, "%s: tensor '%s' is missing (expected by %s: %s)", m->wfile, name, m->cfile,
+                         why);
     bool same = t->ndim == ndim;
     for (int i = 0; same && i < ndim; i++)
         same = t->shape[i] == shape[i];
@@ -161,11 +162,11 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
         char got[96], want[96];
         shape_str(got, sizeof got, t->ndim, t->shape);
         shape_str(want, sizeof want, ndim, shape);
-        return txc_error(TXC_ERR_FORMAT, "model.safetensors: tensor '%s' has shape %s but config.json implies %s (%s)",
-                         name, got, want, why);
+        return txc_error(TXC_ERR_FORMAT, "%s: tensor '%s' has shape %s but %s implies %s (%s)", m->wfile, name, got,
+                         m->cfile, want, why);
     }
     if (!txc_dtype_is_float(t->dtype))
-        return txc_error(TXC_ERR_UNSUPPORTED, "model.safetensors: tensor '%s' has dtype %s (expected a float dtype)",
+        return txc_error(TXC_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (expected a float dtype)", m->wfile,
                          name, txc_dtype_name(t->dtype));
     txc_array *arr;
     if (t->aligned) { /* in place, zero copy */
@@ -299,7 +300,7 @@ static txc_status load_layers(txc_model *m, const txc_safetensors *st)
             const arch_param *lp = &a->layer[j];
             if (!wanted(c, lp->when))
                 continue;
-            int n = role_shape(c, lp->role, false, lp->conv1d, shape);
+            int n = role_shape(c, lp->role, false, lp->conv1d && !m->linear_layout, shape);
             snprintf(name, sizeof name, "%s.%lld.%s", a->layers, (long long)l, lp->name);
             txc_status s = load_param(m, st, name, n, shape, why, &m->layer[l][lp->role]);
             if (s)
@@ -336,8 +337,8 @@ static txc_status load_weights(txc_model *m, const txc_safetensors *st)
     /* A deeper checkpoint than config.json says is a disagreement too. */
     snprintf(name, sizeof name, "%s.%lld.%s", a->layers, (long long)c->num_hidden_layers, a->layer[0].name);
     if (find_tensor(st, name))
-        return txc_error(TXC_ERR_FORMAT, "model.safetensors: has tensor '%s' but config.json says num_hidden_layers "
-                                         "%lld", name, (long long)c->num_hidden_layers);
+        return txc_error(TXC_ERR_FORMAT, "%s: has tensor '%s' but %s says num_hidden_layers %lld", m->wfile, name,
+                         m->cfile, (long long)c->num_hidden_layers);
     return TXC_OK;
 }
 
@@ -388,13 +389,32 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
         free(m);
         return txc_error(TXC_ERR_INVALID, "model options: weights mode %d is not DEFAULT, MMAP or COPY", (int)weights);
     }
-    txc_status s = txc_hf_config_load(dir, &m->config);
+    txc_status s;
     const txc_hf_config *c = &m->config;
-    if (s == TXC_OK)
-        s = check_config(c, &m->arch);
     txc_safetensors *st = NULL;
-    if (s == TXC_OK)
-        s = txc_safetensors_open(dir, &st);
+    if (txc_gguf_is_path(dir)) { /* one GGUF file: config from its metadata, its tensors renamed */
+        const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+        snprintf(m->wfile, sizeof m->wfile, "%s", base);
+        snprintf(m->cfile, sizeof m->cfile, "its metadata");
+        m->linear_layout = true;
+        txc_gguf *g = NULL;
+        s = txc_gguf_open(dir, &g);
+        if (s == TXC_OK)
+            s = txc_gguf_model_config(g, &m->config);
+        if (s == TXC_OK)
+            s = check_config(c, &m->arch);
+        if (s == TXC_OK)
+            s = txc_gguf_model_table(g, c, &st);
+        txc_gguf_close(g); /* the table holds the mapping */
+    } else {
+        snprintf(m->wfile, sizeof m->wfile, "model.safetensors");
+        snprintf(m->cfile, sizeof m->cfile, "config.json");
+        s = txc_hf_config_load(dir, &m->config);
+        if (s == TXC_OK)
+            s = check_config(c, &m->arch);
+        if (s == TXC_OK)
+            s = txc_safetensors_open(dir, &st);
+    }
     if (s == TXC_OK) {
         /* Each layer has this many tensors at least: a layer count the file
          * cannot hold is a disagreement, reported before sizing anything by it. */
@@ -402,8 +422,8 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
         for (int j = 0; j < m->arch->n_layer; j++)
             per_layer += m->arch->layer[j].when == WHEN_ALWAYS;
         if (c->num_hidden_layers > txc_safetensors_count(st) / per_layer + 1)
-            s = txc_error(TXC_ERR_FORMAT, "config.json: num_hidden_layers %lld, but model.safetensors has only %d "
-                                          "tensors", (long long)c->num_hidden_layers, txc_safetensors_count(st));
+            s = txc_error(TXC_ERR_FORMAT, "%s: num_hidden_layers %lld, but %s has only %d tensors", m->cfile,
+                          (long long)c->num_hidden_layers, m->wfile, txc_safetensors_count(st));
     }
     if (s == TXC_OK) {
         size_t max_params = (size_t)m->arch->n_global + (size_t)c->num_hidden_layers * (size_t)m->arch->n_layer;

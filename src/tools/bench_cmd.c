@@ -51,6 +51,7 @@
  * stderr).
  */
 #include "tools/bench_cmd.h"
+#include "txc/gguf.h"
 #include "tools/cli.h"
 #include "ops/kernels.h"
 #include "tools/peak.h"
@@ -1107,7 +1108,7 @@ int txc_cmd_bench(int argc, char **argv)
     }
     if (model_dir) {
         struct stat sb;
-        if (stat(model_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        if (stat(model_dir, &sb) != 0 || !(txc_gguf_is_path(model_dir) ? S_ISREG(sb.st_mode) : S_ISDIR(sb.st_mode))) {
             fprintf(stderr, "txc: model folder %s does not exist\n", model_dir);
             return EXIT_ERROR;
         }

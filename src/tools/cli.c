@@ -1,5 +1,6 @@
 /* What the txc subcommands share; see tools/cli.h. */
 #include "tools/cli.h"
+#include "txc/gguf.h"
 #include "txc/status.h"
 #include "txc/threads.h"
 
@@ -35,7 +36,9 @@ const char *txc_cli_model_dir(const char *given)
     if (!dir)
         fprintf(stderr, "txc: no model given: pass --model DIR (a Hugging Face model folder) or set TXC_MODEL; "
                         "the default %s was not found\n", DEFAULT_MODEL_REL);
-    else if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    else if (txc_gguf_is_path(dir) && (stat(dir, &st) != 0 || !S_ISREG(st.st_mode)))
+        fprintf(stderr, "txc: model file %s does not exist\n", dir);
+    else if (!txc_gguf_is_path(dir) && (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)))
         fprintf(stderr, "txc: model folder %s does not exist\n", dir);
     else
         return dir;
