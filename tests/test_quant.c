@@ -67,10 +67,6 @@ static void test_dtype_table(void **state)
     assert_false(txc_dtype_from_ggml(10, &dt)); /* q2_K: not read */
     assert_false(txc_dtype_from_ggml(4, &dt));  /* removed id */
     assert_false(txc_dtype_from_ggml(1000, &dt));
-    assert_string_equal(txc_ggml_type_name(10), "q2_K");
-    assert_string_equal(txc_ggml_type_name(20), "iq4_nl");
-    assert_null(txc_ggml_type_name(4));
-    assert_null(txc_ggml_type_name(1000));
     assert_false(txc_dtype_from_safetensors("q4_0", &dt));
     size_t n;
     assert_false(txc_dtype_nbytes(TXC_Q4_0, 33, &n));

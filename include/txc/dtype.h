@@ -78,10 +78,7 @@ size_t txc_dtype_row_bytes(txc_dtype dt, int64_t K);
 bool txc_dtype_from_ggml(uint32_t ggml_type, txc_dtype *out);
 /* txc dtype -> ggml type id; -1 for bool (which ggml has not). */
 int txc_dtype_to_ggml(txc_dtype dt);
-/* ggml's name of any ggml type id, read or not ("q2_K", "iq4_nl", "f64",
- * ...), for error messages; NULL for an id ggml does not define (the
- * removed 4, 5 and ids past the table). */
-const char *txc_ggml_type_name(uint32_t ggml_type);
+/* (ggml's names of every type id: txc_ggml_type_name, txc/gguf.h.) */
 /* True for f32/f16/bf16. */
 bool txc_dtype_is_float(txc_dtype dt);
 /* safetensors' dtype string ("F32", "F16", "BF16", "I32", "I64", "BOOL") to

@@ -23,15 +23,6 @@ static const struct {
     [TXC_Q5_K] = {"q5_K", NULL, 0, 256, 176, 13}, [TXC_Q6_K] = {"q6_K", NULL, 0, 256, 210, 14},
 };
 
-/* ggml's type names by id (ggml.c type_traits[].type_name); NULL: no type. */
-static const char *const ggml_names[] = {
-    "f32",     "f16",     "q4_0",   "q4_1",   NULL,    NULL,    "q5_0",   "q5_1",
-    "q8_0",    "q8_1",    "q2_K",   "q3_K",   "q4_K",  "q5_K",  "q6_K",   "q8_K",
-    "iq2_xxs", "iq2_xs",  "iq3_xxs", "iq1_s", "iq4_nl", "iq3_s", "iq2_s",  "iq4_xs",
-    "i8",      "i16",     "i32",    "i64",    "f64",   "iq1_m", "bf16",   NULL,
-    NULL,      NULL,      "tq1_0",  "tq2_0",  NULL,    NULL,    NULL,     "mxfp4",
-};
-
 size_t txc_dtype_size(txc_dtype dt) { return (unsigned)dt < TXC_DTYPE_COUNT ? info[dt].size : 0; }
 const char *txc_dtype_name(txc_dtype dt) { return (unsigned)dt < TXC_DTYPE_COUNT ? info[dt].name : "?"; }
 bool txc_dtype_is_float(txc_dtype dt) { return dt == TXC_F32 || dt == TXC_F16 || dt == TXC_BF16; }
@@ -67,11 +58,6 @@ bool txc_dtype_from_ggml(uint32_t ggml_type, txc_dtype *out)
 }
 
 int txc_dtype_to_ggml(txc_dtype dt) { return (unsigned)dt < TXC_DTYPE_COUNT ? info[dt].ggml : -1; }
-
-const char *txc_ggml_type_name(uint32_t ggml_type)
-{
-    return ggml_type < sizeof ggml_names / sizeof ggml_names[0] ? ggml_names[ggml_type] : NULL;
-}
 
 /* ASCII case-insensitive equality ("Q4_K" = "q4_k"). */
 static bool eq_nocase(const char *a, const char *b)
