@@ -8,6 +8,7 @@
  *                [--compile-cache DIR | --no-compile-cache]
  *   txc chat [--model DIR] [--system TEXT] ...   (tools/chat_cmd.c)
  *   txc bench ..., txc tokenize ...              (tools/bench_cmd.c, tokenize_cmd.c)
+ *   txc quantize DIR OUT.gguf --type T           (tools/quantize_cmd.c)
  *
  * Exit status: 0 on success, 2 on any error (one line on stderr).
  */
@@ -18,6 +19,7 @@
 #include "tools/bench_cmd.h"
 #include "tools/chat_cmd.h"
 #include "tools/cli.h"
+#include "tools/quantize_cmd.h"
 #include "tools/tokenize_cmd.h"
 
 #include <getopt.h>
@@ -376,6 +378,8 @@ int main(int argc, char **argv)
         return txc_cmd_chat(argc - 1, argv + 1);
     if (strcmp(argv[1], "tokenize") == 0)
         return txc_cmd_tokenize(argc - 1, argv + 1);
+    if (strcmp(argv[1], "quantize") == 0)
+        return txc_cmd_quantize(argc - 1, argv + 1);
     if (strcmp(argv[1], "bench") == 0) {
         int rc = txc_cmd_bench(argc - 1, argv + 1);
         if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout))) { /* (a full disk, a closed pipe) */
