@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "ops/kernels.h"
+#include "ops/registry.h"
 #include "txc/env.h"
 #include "txc/jit.h"
 #include "txc/ops.h"
@@ -300,6 +301,39 @@ static void test_embedding(void **state)
     txc_env_scope_end(env, mark);
 }
 
+/* the grouped GEMV of sibling projections: the same bits as separate linears */
+static void test_group(void **state)
+{
+    (void)state;
+    txc_env *env = txc_env_default();
+    int mark = txc_env_scope_begin(env);
+    const int64_t K = 512;
+    float *w[3];
+    txc_tensor *W[3] = {quant_weight(env, TXC_Q4_0, 96, K, &w[0]), quant_weight(env, TXC_Q6_K, 40, K, &w[1]),
+                        quant_weight(env, TXC_Q4_1, 17, K, &w[2])};
+    txc_tensor *x = rand_x(env, 1, K);
+    txc_tensor *bias = txc_zeros(env, 1, (int64_t[]){40}, TXC_F32);
+    for (int j = 0; j < 40; j++)
+        ((float *)txc_tensor_data_ptr(bias))[j] = 0.25f * (float)j;
+    assert_int_equal(txc_threads_set(2), TXC_OK);
+    txc_tensor *outs[3], *args0[2] = {x, W[0]}, *args1[3] = {x, W[1], bias}, *args2[2] = {x, W[2]};
+    txc_tensor *const *args[3] = {args0, args1, args2};
+    txc_op_attrs nb = {.flags = TXC_ATTR_NO_BIAS}, wb = {0};
+    const txc_op_attrs *attrs[3] = {&nb, &wb, &nb};
+    int64_t N[3] = {96, 40, 17};
+    for (int i = 0; i < 3; i++)
+        outs[i] = txc_zeros(env, 2, (int64_t[]){1, N[i]}, TXC_F32);
+    assert_int_equal(txc_ops_linear_group(3, outs, args, attrs), TXC_OK);
+    for (int i = 0; i < 3; i++) {
+        txc_tensor *y = txc_linear(x, W[i], i == 1 ? bias : NULL);
+        assert_non_null(y);
+        assert_memory_equal(txc_tensor_data_ptr(y), txc_tensor_data_ptr(outs[i]), (size_t)N[i] * 4);
+        free(w[i]);
+    }
+    assert_int_equal(txc_threads_set(1), TXC_OK);
+    txc_env_scope_end(env, mark);
+}
+
 static txc_status lin_fn(void *ctx, txc_tensor *const *in, int n_in, const void *st, size_t sl, txc_tensor **out,
                          int max_out, int *n_out)
 {
@@ -349,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_fixtures),
         cmocka_unit_test(test_linear),
         cmocka_unit_test(test_embedding),
+        cmocka_unit_test(test_group),
         cmocka_unit_test(test_jit_and_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

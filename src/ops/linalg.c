@@ -1185,6 +1185,9 @@ txc_status txc_ops_linear_group(int n, txc_tensor *const *outs, txc_tensor *cons
         fast = args[i][0] == x && outs[i]->dtype == TXC_F32 && txc_tensor_is_contiguous(outs[i]) && w->ndim == 2 &&
                w->shape[1] == K && w->strides[1] == 1 && w->shape[0] > 1 && is_gemm_dtype(w->dtype);
     }
+    txc_status qs;
+    if (!fast && txc_quant_linear_group(n, outs, args, attrs, &qs)) /* quantized weights (ops/quant_dot.c) */
+        return qs;
     if (!fast) {
         for (int i = 0; i < n; i++) {
             txc_status s = cpu_linear(outs[i], args[i], (attrs[i]->flags & TXC_ATTR_NO_BIAS) ? 2 : 3, attrs[i]);

@@ -262,3 +262,107 @@ txc_status txc_quant_rows(txc_dtype dt, const void *W, int64_t K, int64_t row, f
     size_t rb = txc_dtype_row_bytes(dt, K);
     return txc_quant_dequantize(dt, (const uint8_t *)W + (size_t)row * rb, dst, K);
 }
+
+/* ---- grouped GEMV: sibling projections of one row (q/k/v, gate/up) as one
+ * parallel job over their rows laid end to end; each row's result is the
+ * one txc_quant_gemm gives (the same kernel on the same activation row) -- */
+
+typedef struct qgroup_job {
+    int n;
+    txc_qgemv_part parts[TXC_QGEMV_GROUP_MAX];
+    int64_t start[TXC_QGEMV_GROUP_MAX + 1];
+    int64_t K, chunk;
+    const char *qa;
+} qgroup_job;
+
+static void qgroup_task(void *ctx, int64_t t)
+{
+    const qgroup_job *j = ctx;
+    int64_t r0 = t * j->chunk, r1 = r0 + j->chunk;
+    txc_qact a = txc_qact_view(j->qa, j->K);
+    for (int i = 0; i < j->n; i++) {
+        int64_t lo = r0 > j->start[i] ? r0 : j->start[i];
+        int64_t hi = r1 < j->start[i + 1] ? r1 : j->start[i + 1];
+        if (lo >= hi)
+            continue;
+        const txc_qgemv_part *p = &j->parts[i];
+        size_t rb = txc_dtype_row_bytes(p->dt, j->K);
+        int64_t row = lo - j->start[i];
+        pick(p->dt)(p->dt, (const uint8_t *)p->W + (size_t)row * rb, rb, hi - lo, j->K, &a, 1, p->C + row, 0);
+    }
+}
+
+txc_status txc_quant_gemv_group(int n, const txc_qgemv_part *parts, int64_t K, const float *A)
+{
+    int threads = txc_threads_get();
+    if (n > TXC_QGEMV_GROUP_MAX || threads <= 1) {
+        for (int i = 0; i < n; i++) {
+            txc_status s = txc_quant_gemm(1, parts[i].N, K, A, K, parts[i].W, parts[i].dt, parts[i].C, parts[i].N);
+            if (s != TXC_OK)
+                return s;
+        }
+        return TXC_OK;
+    }
+    for (int i = 0; i < n; i++)
+        if (K <= 0 || K % txc_dtype_block_size(parts[i].dt) != 0)
+            return txc_error(TXC_ERR_INVALID, "aten::linear: in_features %lld is not a multiple of %s's block",
+                             (long long)K, txc_dtype_name(parts[i].dt));
+    char *qa = txc_scratch(txc_qact_row_bytes(K), TXC_SCRATCH_GEMM_B);
+    if (!qa)
+        return txc_error(TXC_ERR_NOMEM, "aten::linear: out of memory (quantized activations)");
+    txc_qact_quantize(A, K, qa);
+    qgroup_job j = {.n = n, .K = K, .qa = qa};
+    int64_t rows = 0;
+    for (int i = 0; i < n; i++) {
+        j.parts[i] = parts[i];
+        j.start[i] = rows;
+        rows += parts[i].N;
+    }
+    j.start[n] = rows;
+    int64_t chunk = (rows + threads * QGEMV_CHUNKS - 1) / (threads * QGEMV_CHUNKS);
+    j.chunk = chunk < 16 ? 16 : chunk;
+    pthread_once(&exit_hook_once, set_exit_hook);
+    txc_parallel_for_dynamic((rows + j.chunk - 1) / j.chunk, qgroup_task, &j);
+    return TXC_OK;
+}
+
+bool txc_quant_linear_group(int n, txc_tensor *const *outs, txc_tensor *const *const *args,
+                            const txc_op_attrs *const *attrs, txc_status *status)
+{
+    const txc_tensor *x = args[0][0];
+    int64_t K = x->ndim > 0 ? x->shape[x->ndim - 1] : 0;
+    if (n < 2 || n > TXC_QGEMV_GROUP_MAX || x->dtype != TXC_F32 || x->numel != K || K <= 0 ||
+        !txc_tensor_is_contiguous(x))
+        return false;
+    txc_qgemv_part parts[TXC_QGEMV_GROUP_MAX];
+    for (int i = 0; i < n; i++) {
+        const txc_tensor *w = args[i][1];
+        if (args[i][0] != x || (attrs[i]->flags & TXC_ATTR_RESIDUAL) || outs[i]->dtype != TXC_F32 ||
+            !txc_tensor_is_contiguous(outs[i]) || !txc_dtype_is_quantized(w->dtype) || w->ndim != 2 ||
+            w->shape[1] != K || w->strides[1] != 1 || w->strides[0] != K)
+            return false;
+        parts[i] = (txc_qgemv_part){txc_impl_data(w), w->dtype, w->shape[0], (float *)txc_impl_data(outs[i])};
+    }
+    *status = txc_quant_gemv_group(n, parts, K, txc_impl_data(x));
+    for (int i = 0; *status == TXC_OK && i < n; i++) {
+        const txc_tensor *b = (attrs[i]->flags & TXC_ATTR_NO_BIAS) ? NULL : args[i][2];
+        if (!b)
+            continue;
+        int64_t N = parts[i].N;
+        float *row = txc_scratch((size_t)N * sizeof(float), TXC_SCRATCH_ROW);
+        if (!row) {
+            *status = txc_error(TXC_ERR_NOMEM, "aten::linear: out of memory (bias)");
+            break;
+        }
+        if (b->ndim == 0 || b->shape[0] == 1) {
+            float v = (float)txc_dtype_load(b->dtype, txc_impl_data(b), 0);
+            for (int64_t j = 0; j < N; j++)
+                row[j] = v;
+        } else {
+            txc_kern_to_f32(b->dtype, txc_impl_data(b), b->strides[0], row, N);
+        }
+        for (int64_t j = 0; j < N; j++)
+            parts[i].C[j] += row[j];
+    }
+    return true;
+}

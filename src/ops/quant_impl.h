@@ -63,6 +63,26 @@ txc_qdot_fn txc_qdot_avx2_for(txc_dtype dt);
  * TXC_ERR_NOMEM. */
 txc_status txc_quant_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *W,
                           txc_dtype dt, float *C, int64_t ldc);
+/* One weight of a grouped GEMV: C[j] = W[j, :] . A for j < N. */
+#define TXC_QGEMV_GROUP_MAX 8
+typedef struct txc_qgemv_part {
+    const void *W;
+    txc_dtype dt;
+    int64_t N;
+    float *C;
+} txc_qgemv_part;
+/* Several quantized GEMVs of one float32 row A (K elements) as one
+ * parallel job (the activation quantized once); every C[j] bit-identical
+ * to txc_quant_gemm(1, N, K, ...) on that part alone. */
+txc_status txc_quant_gemv_group(int n, const txc_qgemv_part *parts, int64_t K, const float *A);
+/* txc_ops_linear_group's quantized case: n linears of one float32 row x
+ * (args[i] = {x, w_i[, b_i]}, no residual) whose weights are all
+ * quantized, into contiguous float32 outs: one grouped GEMV, then the
+ * biases. Returns false (doing nothing) when the calls are not that case;
+ * else true with *status set. */
+#include "ops/registry.h"
+bool txc_quant_linear_group(int n, txc_tensor *const *outs, txc_tensor *const *const *args,
+                            const txc_op_attrs *const *attrs, txc_status *status);
 /* Row `row` of a (rows, K) quantized weight to K float32 (embedding). */
 txc_status txc_quant_rows(txc_dtype dt, const void *W, int64_t K, int64_t row, float *dst);
 
