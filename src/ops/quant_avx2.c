@@ -7,8 +7,9 @@
  * with the block's scale product (dw*da) by FMA; a type with a min adds
  * mw * s per block in a scalar sum. Signed weights (Q8_0, Q6_K) go
  * through the sign trick (|w| x sign(a, w)); Q4_0/Q5_0 are read as
- * unsigned q with the min -8*dw / -16*dw. The lanes are summed at the end
- * of the row. Each (activation row, weight row) result follows the same
+ * unsigned q with the min -8*dw / -16*dw. Even and odd blocks go to two
+ * accumulators (two FMA chains); their lanes are summed at the end of the
+ * row. Each (activation row, weight row) result follows the same
  * operations whatever m and n. */
 #include <string.h>
 
@@ -59,20 +60,20 @@ TXC_INLINE_AVX2 __m256i dot_u(__m256i u, __m256i a)
 #define ACT(r, b) _mm256_loadu_si256((const __m256i *)(a[r].qs + (b) * 32))
 
 /* one block of unsigned weights u with scale dw and min mw (per row r) */
-#define BLOCK_U(u, dw, mw, b)                                                                          \
+#define BLOCK_U(u, dw, mw, b, ACC)                                                                     \
     for (int r = 0; r < m; r++) {                                                                      \
         __m256 p_ = _mm256_cvtepi32_ps(dot_u(u, ACT(r, b)));                                           \
-        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps((dw) * a[r].d[b]), p_, acc[r]);                         \
+        ACC[r] = _mm256_fmadd_ps(_mm256_set1_ps((dw) * a[r].d[b]), p_, ACC[r]);                         \
         accm[r] += (mw) * a[r].s[b];                                                                   \
     }
 
 /* one block of signed weights w (scale dw, no min) */
-#define BLOCK_S(w, dw, b)                                                                              \
+#define BLOCK_S(w, dw, b, ACC)                                                                         \
     do {                                                                                               \
         __m256i ax_ = _mm256_sign_epi8(w, w);                                                          \
         for (int r = 0; r < m; r++) {                                                                  \
             __m256 p_ = _mm256_cvtepi32_ps(dot_u(ax_, _mm256_sign_epi8(ACT(r, b), w)));                \
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps((dw) * a[r].d[b]), p_, acc[r]);                     \
+            ACC[r] = _mm256_fmadd_ps(_mm256_set1_ps((dw) * a[r].d[b]), p_, ACC[r]);                     \
         }                                                                                              \
     } while (0)
 
@@ -81,25 +82,27 @@ TXC_INLINE_AVX2 __m256i dot_u(__m256i u, __m256i a)
         const uint8_t *row = w + (size_t)j * rb;                                                       \
         if (j + 1 < n)                                                                                 \
             _mm_prefetch((const char *)(row + rb), _MM_HINT_T0);                                       \
-        __m256 acc[TXC_QDOT_M];                                                                        \
+        __m256 acc[TXC_QDOT_M], acc1[TXC_QDOT_M]; /* even and odd blocks: two FMA chains */          \
         float accm[TXC_QDOT_M];                                                                        \
         for (int r = 0; r < m; r++)                                                                    \
-            acc[r] = _mm256_setzero_ps(), accm[r] = 0.0f;
+            acc[r] = _mm256_setzero_ps(), acc1[r] = _mm256_setzero_ps(), accm[r] = 0.0f;
 
 #define ROW_END                                                                                        \
         for (int r = 0; r < m; r++)                                                                    \
-            y[r * ldy + j] = hsum(acc[r]) + accm[r];                                                   \
+            y[r * ldy + j] = hsum(_mm256_add_ps(acc[r], acc1[r])) + accm[r];                           \
     }
 
 TXC_INLINE_AVX2 void k_q8_0(const uint8_t *w, size_t rb, int64_t n, int64_t nb, const txc_qact *a, int m, float *y,
                             int64_t ldy)
 {
     ROW_BEGIN
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *p = row + b * 34;
-        __m256i q = _mm256_loadu_si256((const __m256i *)(p + 2));
-        float dw = f16(p);
-        BLOCK_S(q, dw, b);
+    int64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+        { const uint8_t *p = row + b * 34; __m256i q = _mm256_loadu_si256((const __m256i *)(p + 2)); float dw = f16(p); BLOCK_S(q, dw, b, acc); }
+        { const uint8_t *p = row + (b + 1) * 34; __m256i q = _mm256_loadu_si256((const __m256i *)(p + 2)); float dw = f16(p); BLOCK_S(q, dw, (b + 1), acc1); }
+    }
+    if (b < nb) {
+        const uint8_t *p = row + b * 34; __m256i q = _mm256_loadu_si256((const __m256i *)(p + 2)); float dw = f16(p); BLOCK_S(q, dw, b, acc);
     }
     ROW_END
 }
@@ -108,11 +111,13 @@ TXC_INLINE_AVX2 void k_q4_0(const uint8_t *w, size_t rb, int64_t n, int64_t nb, 
                             int64_t ldy)
 {
     ROW_BEGIN
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *p = row + b * 18;
-        float dw = f16(p);
-        __m256i u = nibbles16(p + 2);
-        BLOCK_U(u, dw, -8.0f * dw, b);
+    int64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+        { const uint8_t *p = row + b * 18; float dw = f16(p); __m256i u = nibbles16(p + 2); BLOCK_U(u, dw, -8.0f * dw, b, acc); }
+        { const uint8_t *p = row + (b + 1) * 18; float dw = f16(p); __m256i u = nibbles16(p + 2); BLOCK_U(u, dw, -8.0f * dw, (b + 1), acc1); }
+    }
+    if (b < nb) {
+        const uint8_t *p = row + b * 18; float dw = f16(p); __m256i u = nibbles16(p + 2); BLOCK_U(u, dw, -8.0f * dw, b, acc);
     }
     ROW_END
 }
@@ -121,11 +126,13 @@ TXC_INLINE_AVX2 void k_q4_1(const uint8_t *w, size_t rb, int64_t n, int64_t nb, 
                             int64_t ldy)
 {
     ROW_BEGIN
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *p = row + b * 20;
-        float dw = f16(p), mw = f16(p + 2);
-        __m256i u = nibbles16(p + 4);
-        BLOCK_U(u, dw, mw, b);
+    int64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+        { const uint8_t *p = row + b * 20; float dw = f16(p), mw = f16(p + 2); __m256i u = nibbles16(p + 4); BLOCK_U(u, dw, mw, b, acc); }
+        { const uint8_t *p = row + (b + 1) * 20; float dw = f16(p), mw = f16(p + 2); __m256i u = nibbles16(p + 4); BLOCK_U(u, dw, mw, (b + 1), acc1); }
+    }
+    if (b < nb) {
+        const uint8_t *p = row + b * 20; float dw = f16(p), mw = f16(p + 2); __m256i u = nibbles16(p + 4); BLOCK_U(u, dw, mw, b, acc);
     }
     ROW_END
 }
@@ -134,11 +141,13 @@ TXC_INLINE_AVX2 void k_q5_0(const uint8_t *w, size_t rb, int64_t n, int64_t nb, 
                             int64_t ldy)
 {
     ROW_BEGIN
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *p = row + b * 22;
-        float dw = f16(p);
-        __m256i u = _mm256_or_si256(nibbles16(p + 6), _mm256_and_si256(bits32(p + 2), _mm256_set1_epi8(16)));
-        BLOCK_U(u, dw, -16.0f * dw, b);
+    int64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+        { const uint8_t *p = row + b * 22; float dw = f16(p); __m256i u = _mm256_or_si256(nibbles16(p + 6), _mm256_and_si256(bits32(p + 2), _mm256_set1_epi8(16))); BLOCK_U(u, dw, -16.0f * dw, b, acc); }
+        { const uint8_t *p = row + (b + 1) * 22; float dw = f16(p); __m256i u = _mm256_or_si256(nibbles16(p + 6), _mm256_and_si256(bits32(p + 2), _mm256_set1_epi8(16))); BLOCK_U(u, dw, -16.0f * dw, (b + 1), acc1); }
+    }
+    if (b < nb) {
+        const uint8_t *p = row + b * 22; float dw = f16(p); __m256i u = _mm256_or_si256(nibbles16(p + 6), _mm256_and_si256(bits32(p + 2), _mm256_set1_epi8(16))); BLOCK_U(u, dw, -16.0f * dw, b, acc);
     }
     ROW_END
 }
@@ -147,11 +156,13 @@ TXC_INLINE_AVX2 void k_q5_1(const uint8_t *w, size_t rb, int64_t n, int64_t nb, 
                             int64_t ldy)
 {
     ROW_BEGIN
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *p = row + b * 24;
-        float dw = f16(p), mw = f16(p + 2);
-        __m256i u = _mm256_or_si256(nibbles16(p + 8), _mm256_and_si256(bits32(p + 4), _mm256_set1_epi8(16)));
-        BLOCK_U(u, dw, mw, b);
+    int64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+        { const uint8_t *p = row + b * 24; float dw = f16(p), mw = f16(p + 2); __m256i u = _mm256_or_si256(nibbles16(p + 8), _mm256_and_si256(bits32(p + 4), _mm256_set1_epi8(16))); BLOCK_U(u, dw, mw, b, acc); }
+        { const uint8_t *p = row + (b + 1) * 24; float dw = f16(p), mw = f16(p + 2); __m256i u = _mm256_or_si256(nibbles16(p + 8), _mm256_and_si256(bits32(p + 4), _mm256_set1_epi8(16))); BLOCK_U(u, dw, mw, (b + 1), acc1); }
+    }
+    if (b < nb) {
+        const uint8_t *p = row + b * 24; float dw = f16(p), mw = f16(p + 2); __m256i u = _mm256_or_si256(nibbles16(p + 8), _mm256_and_si256(bits32(p + 4), _mm256_set1_epi8(16))); BLOCK_U(u, dw, mw, b, acc);
     }
     ROW_END
 }
@@ -166,11 +177,12 @@ TXC_INLINE_AVX2 void k_qk(bool five, const uint8_t *w, size_t rb, int64_t n, int
     for (int64_t sb = 0; sb < nb / 8; sb++) {
         const uint8_t *p = row + sb * (five ? 176 : 144);
         float d = f16(p), dmin = f16(p + 2), dw[8], mw[8];
-        for (int s = 0; s < 8; s++) {
-            uint8_t sc, mn;
-            txc_quant_scale_min_k4(s, p + 4, &sc, &mn);
-            dw[s] = d * sc;
-            mw[s] = -(dmin * mn);
+        const uint8_t *q = p + 4; /* ggml's get_scale_min_k4, inlined */
+        for (int s = 0; s < 4; s++) {
+            dw[s] = d * (float)(q[s] & 63);
+            mw[s] = -(dmin * (float)(q[s + 4] & 63));
+            dw[s + 4] = d * (float)((q[s + 8] & 0xf) | ((q[s] >> 6) << 4));
+            mw[s + 4] = -(dmin * (float)((q[s + 8] >> 4) | ((q[s + 4] >> 6) << 4)));
         }
         const uint8_t *ql = p + (five ? 48 : 16);
         __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(p + 16)) : _mm256_setzero_si256();
@@ -183,8 +195,8 @@ TXC_INLINE_AVX2 void k_qk(bool five, const uint8_t *w, size_t rb, int64_t n, int
                 qh = _mm256_srli_epi16(qh, 2);
             }
             int64_t b = sb * 8 + 2 * g;
-            BLOCK_U(lo, dw[2 * g], mw[2 * g], b);
-            BLOCK_U(hi, dw[2 * g + 1], mw[2 * g + 1], b + 1);
+            BLOCK_U(lo, dw[2 * g], mw[2 * g], b, acc);
+            BLOCK_U(hi, dw[2 * g + 1], mw[2 * g + 1], b + 1, acc1);
         }
     }
     ROW_END
@@ -229,7 +241,10 @@ TXC_INLINE_AVX2 void k_q6_k(const uint8_t *w, size_t rb, int64_t n, int64_t nb, 
                 for (int r = 0; r < m; r++) {
                     __m256i pr = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(ACT(r, b), q));
                     __m256 pf = _mm256_cvtepi32_ps(_mm256_madd_epi16(pr, scv));
-                    acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[r].d[b]), pf, acc[r]);
+                    if (k & 1)
+                        acc1[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[r].d[b]), pf, acc1[r]);
+                    else
+                        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * a[r].d[b]), pf, acc[r]);
                 }
             }
         }
