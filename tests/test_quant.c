@@ -18,6 +18,7 @@
  * - the jit: a compiled linear on a quantized weight input equals eager
  *   bit for bit; other ops refuse a quantized tensor with one message.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,15 @@ static void test_fixtures(void **state)
         n_cases++;
     }
     assert_int_equal(n_cases, 8);
+    /* NaN and infinite inputs: some bytes, no undefined behaviour (UBSan build) */
+    float bad[256];
+    for (int i = 0; i < 256; i++)
+        bad[i] = i % 3 == 0 ? NAN : i % 3 == 1 ? INFINITY : -1e38f;
+    uint8_t qbad[256 * 4];
+    for (size_t t = 0; t < 8; t++) {
+        static const txc_dtype all[] = {TXC_Q8_0, TXC_Q4_0, TXC_Q4_1, TXC_Q5_0, TXC_Q5_1, TXC_Q4_K, TXC_Q5_K, TXC_Q6_K};
+        assert_int_equal(txc_quant_quantize(all[t], bad, qbad, 256), TXC_OK);
+    }
     assert_int_equal(txc_quant_dequantize(TXC_I64, text, NULL, 0), TXC_ERR_UNSUPPORTED);
     cJSON_Delete(doc);
     free(text);

@@ -192,7 +192,16 @@ txc_status txc_quant_dequantize(txc_dtype dt, const void *src, float *dst, int64
     return TXC_OK;
 }
 
-/* ---- reference quantizers (quantize_row_*_ref) ------------------------------------ */
+/* ---- reference quantizers (quantize_row_*_ref) ------------------------------------
+ * ggml converts floats to integers directly; a value outside the integer's
+ * range (only from NaN or infinite inputs) would be undefined behaviour in
+ * C, so every conversion goes through to_int, which clamps first and is the
+ * plain conversion for the finite values the reference produces. */
+
+static inline int to_int(float v, int lo, int hi)
+{
+    return v >= (float)hi ? hi : v <= (float)lo ? lo : v == v ? (int)v : 0;
+}
 
 static void q8_0_ref(const float *x, uint8_t *y)
 {
@@ -202,7 +211,7 @@ static void q8_0_ref(const float *x, uint8_t *y)
     float d = amax / 127, id = d != 0.0f ? 1.0f / d : 0.0f;
     f2h(y, d);
     for (int j = 0; j < 32; j++)
-        y[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
+        y[2 + j] = (uint8_t)(int8_t)to_int(roundf(x[j] * id), -128, 127);
 }
 
 /* amax and the signed value that has it (the first one) */
@@ -222,7 +231,7 @@ static void q4_0_ref(const float *x, uint8_t *y)
     float d = signed_absmax(x, 32) / -8, id = d != 0.0f ? 1.0f / d : 0.0f;
     f2h(y, d);
     for (int j = 0; j < 16; j++) {
-        int x0 = (int8_t)(x[j] * id + 8.5f), x1 = (int8_t)(x[j + 16] * id + 8.5f);
+        int x0 = to_int(x[j] * id + 8.5f, -128, 127), x1 = to_int(x[j + 16] * id + 8.5f, -128, 127);
         x0 = x0 < 15 ? x0 : 15;
         x1 = x1 < 15 ? x1 : 15;
         y[2 + j] = (uint8_t)(x0 | (x1 << 4));
@@ -249,7 +258,7 @@ static void q4_1_ref(const float *x, uint8_t *y)
     f2h(y, d);
     f2h(y + 2, min);
     for (int j = 0; j < 16; j++) {
-        int x0 = (int8_t)((x[j] - min) * id + 0.5f), x1 = (int8_t)((x[j + 16] - min) * id + 0.5f);
+        int x0 = to_int((x[j] - min) * id + 0.5f, -128, 127), x1 = to_int((x[j + 16] - min) * id + 0.5f, -128, 127);
         x0 = x0 < 15 ? x0 : 15;
         x1 = x1 < 15 ? x1 : 15;
         y[4 + j] = (uint8_t)(x0 | (x1 << 4));
@@ -262,7 +271,7 @@ static void q5_0_ref(const float *x, uint8_t *y)
     f2h(y, d);
     uint32_t qh = 0;
     for (int j = 0; j < 16; j++) {
-        int x0 = (int8_t)(x[j] * id + 16.5f), x1 = (int8_t)(x[j + 16] * id + 16.5f);
+        int x0 = to_int(x[j] * id + 16.5f, -128, 127), x1 = to_int(x[j + 16] * id + 16.5f, -128, 127);
         x0 = x0 < 31 ? x0 : 31;
         x1 = x1 < 31 ? x1 : 31;
         y[6 + j] = (uint8_t)((x0 & 0x0f) | ((x1 & 0x0f) << 4));
@@ -281,7 +290,7 @@ static void q5_1_ref(const float *x, uint8_t *y)
     f2h(y + 2, min);
     uint32_t qh = 0;
     for (int j = 0; j < 16; j++) {
-        unsigned x0 = (uint8_t)((x[j] - min) * id + 0.5f), x1 = (uint8_t)((x[j + 16] - min) * id + 0.5f);
+        unsigned x0 = (unsigned)to_int((x[j] - min) * id + 0.5f, 0, 255), x1 = (unsigned)to_int((x[j + 16] - min) * id + 0.5f, 0, 255);
         y[8 + j] = (uint8_t)((x0 & 0x0f) | ((x1 & 0x0f) << 4));
         qh |= ((x0 & 0x10u) >> 4) << j;
         qh |= ((x1 & 0x10u) >> 4) << (j + 16);

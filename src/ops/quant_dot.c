@@ -41,8 +41,8 @@ txc_qact txc_qact_quantize(const float *x, int64_t K, void *buf)
         float db = amax / 127, id = db != 0.0f ? 1.0f / db : 0.0f;
         int sum = 0;
         for (int j = 0; j < 32; j++) {
-            int q = (int)roundf(xb[j] * id); /* |q| <= 127 (NaN/inf: 0 by the guard below) */
-            q = q > 127 ? 127 : q < -127 ? -127 : q;
+            float r = roundf(xb[j] * id); /* |r| <= 127; clamped (and NaN made 0) before the cast */
+            int q = r >= 127.0f ? 127 : r <= -127.0f ? -127 : r == r ? (int)r : 0;
             qs[b * 32 + j] = (int8_t)q;
             sum += q;
         }
