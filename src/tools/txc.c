@@ -332,6 +332,7 @@ static void usage(FILE *f)
                "  chat       a conversation with a chat model (its chat template; KV cache kept)\n"
                "  bench      the article's table: each cache mode, eager and compiled, timed\n"
                "  tokenize   text to token ids and pieces (--decode: ids to text; --bench: speed)\n"
+               "  quantize   a Hugging Face model folder to a GGUF file with quantized weights\n"
                "run 'txc <command> --help' for its options; 'txc --version' for the version\n");
 }
 
@@ -361,7 +362,7 @@ int main(int argc, char **argv)
     if (!env_ok())
         return EXIT_ERROR;
     if (argc < 2) {
-        fprintf(stderr, "txc: no command given (commands: generate, chat, bench, tokenize; see txc --help)\n");
+        fprintf(stderr, "txc: no command given (commands: generate, chat, bench, tokenize, quantize; see txc --help)\n");
         return EXIT_ERROR;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -388,6 +389,6 @@ int main(int argc, char **argv)
         }
         return rc;
     }
-    fprintf(stderr, "txc: unknown command '%s' (commands: generate, chat, bench, tokenize; see txc --help)\n", argv[1]);
+    fprintf(stderr, "txc: unknown command '%s' (commands: generate, chat, bench, tokenize, quantize; see txc --help)\n", argv[1]);
     return EXIT_ERROR;
 }
