@@ -174,6 +174,9 @@ TXC_INLINE_AVX2 void k_qk(bool five, const uint8_t *w, size_t rb, int64_t n, int
 {
     const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
     ROW_BEGIN
+    __m256 accmv[TXC_QDOT_M]; /* the mins' sum, eight sub-blocks a lane */
+    for (int r = 0; r < m; r++)
+        accmv[r] = _mm256_setzero_ps();
     for (int64_t sb = 0; sb < nb / 8; sb++) {
         const uint8_t *p = row + sb * (five ? 176 : 144);
         float d = f16(p), dmin = f16(p + 2), dw[8], mw[8];
@@ -183,6 +186,13 @@ TXC_INLINE_AVX2 void k_qk(bool five, const uint8_t *w, size_t rb, int64_t n, int
             mw[s] = -(dmin * (float)(q[s + 4] & 63));
             dw[s + 4] = d * (float)((q[s + 8] & 0xf) | ((q[s] >> 6) << 4));
             mw[s + 4] = -(dmin * (float)((q[s + 8] >> 4) | ((q[s + 4] >> 6) << 4)));
+        }
+        /* per row: the eight scale products dw*da at once, the mins' terms by one FMA */
+        float ds[TXC_QDOT_M][8];
+        __m256 dwv = _mm256_loadu_ps(dw), mwv = _mm256_loadu_ps(mw);
+        for (int r = 0; r < m; r++) {
+            _mm256_storeu_ps(ds[r], _mm256_mul_ps(dwv, _mm256_loadu_ps(a[r].d + sb * 8)));
+            accmv[r] = _mm256_fmadd_ps(mwv, _mm256_loadu_ps(a[r].s + sb * 8), accmv[r]);
         }
         const uint8_t *ql = p + (five ? 48 : 16);
         __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(p + 16)) : _mm256_setzero_si256();
@@ -195,10 +205,16 @@ TXC_INLINE_AVX2 void k_qk(bool five, const uint8_t *w, size_t rb, int64_t n, int
                 qh = _mm256_srli_epi16(qh, 2);
             }
             int64_t b = sb * 8 + 2 * g;
-            BLOCK_U(lo, dw[2 * g], mw[2 * g], b, acc);
-            BLOCK_U(hi, dw[2 * g + 1], mw[2 * g + 1], b + 1, acc1);
+            for (int r = 0; r < m; r++) {
+                __m256 plo = _mm256_cvtepi32_ps(dot_u(lo, ACT(r, b)));
+                __m256 phi = _mm256_cvtepi32_ps(dot_u(hi, ACT(r, b + 1)));
+                acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&ds[r][2 * g]), plo, acc[r]);
+                acc1[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&ds[r][2 * g + 1]), phi, acc1[r]);
+            }
         }
     }
+    for (int r = 0; r < m; r++)
+        accm[r] = hsum(accmv[r]);
     ROW_END
 }
 
