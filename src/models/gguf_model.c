@@ -370,7 +370,7 @@ static txc_status add_tensor(txc_safetensors *st, const gguf_arch *a, const txc_
     if (a->permute_qk && (q || k)) {
         int64_t n_head = q ? c->num_attention_heads : c->num_key_value_heads;
         int64_t rows = gt->shape[0];
-        if (n_head <= 0 || rows % (2 * n_head))
+        if (n_head <= 0 || rows <= 0 || rows % (2 * n_head))
             return txc_error(TXC_ERR_FORMAT, "%s: tensor '%s' has %" PRId64 " rows, not a multiple of 2 x %" PRId64
                                              " heads", txc_gguf_path(g), gt->name, rows, n_head);
         void *dst = NULL;
