@@ -184,8 +184,9 @@ const char *txc_ggml_type_name(uint32_t ggml_type);
  * type_size); false for an unknown id. */
 bool txc_ggml_type_block(uint32_t ggml_type, int64_t *block_size, size_t *type_size);
 /* The txc dtype a tensor of this ggml type is computed in: F32, F16, BF16,
- * I32 (26), I64 (27); false for the others (quantized types this build does
- * not compute with, I8, I16, F64). */
+ * I32 (26), I64 (27) and the block-quantized Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+ * Q4_K, Q5_K, Q6_K (txc_dtype_from_ggml); false for the others (Q2_K, Q3_K,
+ * IQ*, I8, I16, F64, ...). */
 bool txc_gguf_type_to_dtype(uint32_t ggml_type, txc_dtype *out);
 
 /* Whether `path` names a GGUF file by its name (ends in ".gguf"): how the

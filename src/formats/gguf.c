@@ -61,14 +61,8 @@ bool txc_ggml_type_block(uint32_t t, int64_t *block_size, size_t *type_size)
 bool txc_gguf_type_to_dtype(uint32_t t, txc_dtype *out)
 {
     txc_dtype d;
-    switch (t) {
-    case 0: d = TXC_F32; break;
-    case 1: d = TXC_F16; break;
-    case 30: d = TXC_BF16; break;
-    case 26: d = TXC_I32; break;
-    case 27: d = TXC_I64; break;
-    default: return false;
-    }
+    if (!txc_dtype_from_ggml(t, &d)) /* F32, F16, BF16, I32, I64 and the quantized types (txc/dtype.h) */
+        return false;
     if (out)
         *out = d;
     return true;

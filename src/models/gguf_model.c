@@ -353,7 +353,7 @@ static txc_status add_tensor(txc_safetensors *st, const gguf_arch *a, const txc_
     txc_dtype dt;
     if (!txc_gguf_type_to_dtype(gt->ggml_type, &dt))
         return txc_error(TXC_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, which txc does not compute with "
-                                              "(supported: F32, F16, BF16)", txc_gguf_path(g), gt->name,
+                                              "(supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)", txc_gguf_path(g), gt->name,
                          txc_ggml_type_name(gt->ggml_type));
     txc_st_tensor t = {0};
     t.name = hf;
@@ -364,7 +364,7 @@ static txc_status add_tensor(txc_safetensors *st, const gguf_arch *a, const txc_
     t.byte_offset = gt->byte_offset;
     t.nbytes = gt->nbytes;
     t.data = gt->data;
-    t.aligned = gt->byte_offset % txc_dtype_size(dt) == 0;
+    t.aligned = gt->byte_offset % (txc_dtype_is_quantized(dt) ? 2 : txc_dtype_size(dt)) == 0;
     bool q = ends_with(hf, "self_attn.q_proj.weight") || ends_with(hf, "self_attn.q_proj.bias");
     bool k = ends_with(hf, "self_attn.k_proj.weight") || ends_with(hf, "self_attn.k_proj.bias");
     if (a->permute_qk && (q || k)) {

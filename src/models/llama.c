@@ -165,7 +165,8 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
         return txc_error(TXC_ERR_FORMAT, "%s: tensor '%s' has shape %s but %s implies %s (%s)", m->wfile, name, got,
                          m->cfile, want, why);
     }
-    if (!txc_dtype_is_float(t->dtype))
+    bool quant = txc_dtype_is_quantized(t->dtype); /* a GGUF matrix: used as stored (ops/quant_dot.c) */
+    if (!txc_dtype_is_float(t->dtype) && !(quant && ndim == 2))
         return txc_error(TXC_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (expected a float dtype)", m->wfile,
                          name, txc_dtype_name(t->dtype));
     txc_array *arr;
@@ -178,7 +179,7 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
         return txc_last_status();
     txc_tensor *w = txc_tensor_wrap(m->env, arr);
     txc_array_release(arr);
-    txc_dtype want = ndim == 1 ? TXC_F32 : m->convert_dtype ? m->weights_dtype : t->dtype;
+    txc_dtype want = ndim == 1 ? TXC_F32 : m->convert_dtype && !quant ? m->weights_dtype : t->dtype;
     if (w && t->dtype != want) { /* converted once */
         txc_tensor *c = txc_to_dtype(w, want);
         txc_tensor_release(w);

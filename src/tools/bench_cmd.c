@@ -428,7 +428,8 @@ static double decode_bytes(const txc_model *m, const bench_mode *mode, int64_t n
     double w = 0;
     for (int i = 0; i < txc_model_num_parameters(m); i++) {
         const txc_tensor *t = txc_model_parameter(m, i);
-        double b = (double)txc_tensor_numel(t) * (double)txc_dtype_size(txc_tensor_dtype(t));
+        size_t nb = 0; /* (a quantized weight: its blocks' bytes) */
+        double b = txc_dtype_nbytes(txc_tensor_dtype(t), txc_tensor_numel(t), &nb) ? (double)nb : 0.0;
         const char *name = txc_model_parameter_name(m, i);
         bool embed = is_embedding(name);
         if (embed && (!c->tie_word_embeddings || strstr(name, "wpe")) && txc_tensor_ndim(t) == 2)
