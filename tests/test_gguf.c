@@ -27,6 +27,8 @@ typedef struct gbuf {
 
 static void put(gbuf *b, const void *d, size_t n)
 {
+    if (!n)
+        return;
     if (b->n + n > b->cap) {
         b->cap = (b->n + n) * 2 + 64;
         b->p = realloc(b->p, b->cap);
@@ -49,7 +51,7 @@ typedef struct gtensor {
     char name[64];
     uint32_t type;
     int n_dims;
-    uint64_t ne[4];
+    uint64_t ne[5]; /* one more than GGUF allows: the n_dims 5 case */
     const void *data;
     size_t nbytes;
 } gtensor;
