@@ -479,6 +479,8 @@ static void add_vocab(gfile *f, const char *tokjson, bool spm, const char *pre, 
 static const char *stories_dir(void) { return tu_path("%s/models/stories260K", tu_shared_dir()); }
 
 /* stories260K (llama, f32) written as convert_hf_to_gguf.py writes it. */
+static const float *extra_rope_freqs; /* a rope_freqs.weight (4 factors) to add, NULL: none */
+
 static gbuf stories_gguf(const char *arch, bool do_permute, float ***owned, int *n_owned)
 {
     txc_safetensors *st;
@@ -530,6 +532,8 @@ static gbuf stories_gguf(const char *arch, bool do_permute, float ***owned, int 
         }
     t = st_get(st, "model.norm.weight");
     add_tensor(&f, "output_norm.weight", 0, 1, (uint64_t[]){64}, t->data, t->nbytes);
+    if (extra_rope_freqs)
+        add_tensor(&f, "rope_freqs.weight", 0, 1, (uint64_t[]){4}, extra_rope_freqs, 16);
     gbuf b = gguf_bytes(&f);
     gfile_free(&f);
     txc_safetensors_close(st);
@@ -595,6 +599,41 @@ static void test_model_logits_equal(void **state)
     txc_model_free(mg);
     free(b.p);
     free_owned(owned, n_owned);
+    txc_model_free(mf);
+}
+
+/* rope_freqs.weight (llama3's factors, as llama.cpp applies them): factors of 1
+ * give the folder's logits; others change them. */
+static void test_rope_freqs(void **state)
+{
+    (void)state;
+    txc_model *mf = NULL, *mg = NULL;
+    assert_int_equal(txc_model_load(stories_dir(), NULL, &mf), TXC_OK);
+    txc_env *env = txc_model_env(mf);
+    int64_t ids[5] = {1, 403, 407, 261, 378};
+    static const float ones[4] = {1, 1, 1, 1}, llama3[4] = {1, 1.5f, 4, 8};
+    for (int k = 0; k < 2; k++) {
+        float **owned;
+        int n_owned;
+        extra_rope_freqs = k ? llama3 : ones;
+        gbuf b = stories_gguf("llama", true, &owned, &n_owned);
+        extra_rope_freqs = NULL;
+        const char *path = write_tmp("freqs.gguf", &b);
+        if (txc_model_load(path, NULL, &mg) != TXC_OK)
+            fail_msg("%s", txc_last_error());
+        float *inv = txc_tensor_data_ptr(txc_model_rope_inv_freq(mg));
+        float *ref = txc_tensor_data_ptr(txc_model_rope_inv_freq(mf));
+        for (int i = 0; i < 4; i++) /* base^(-2i/d) / factor */
+            assert_float_equal(inv[i], ref[i] / (k ? llama3[i] : 1.0f), 1e-7 * ref[i]);
+        int mark = txc_env_scope_begin(env);
+        txc_tensor *a = logits_of(mf, ids, 5), *g = logits_of(mg, ids, 5);
+        int same = memcmp(txc_tensor_data_ptr(txc_contiguous(a)), txc_tensor_data_ptr(txc_contiguous(g)), 5 * 512 * 4);
+        assert_true(k ? same != 0 : same == 0);
+        txc_env_scope_end(env, mark);
+        txc_model_free(mg);
+        free(b.p);
+        free_owned(owned, n_owned);
+    }
     txc_model_free(mf);
 }
 
@@ -749,7 +788,7 @@ int main(void)
         cmocka_unit_test(test_reader_values),    cmocka_unit_test(test_reader_truncated),
         cmocka_unit_test(test_reader_errors),    cmocka_unit_test(test_model_logits_equal),
         cmocka_unit_test(test_spm_tokenizer),    cmocka_unit_test(test_bpe_tokenizers),
-        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_refused),          cmocka_unit_test(test_rope_freqs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
