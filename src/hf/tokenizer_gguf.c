@@ -66,7 +66,7 @@ static txc_status vmap_init(vmap *m, const txc_gguf_value *tok, uint64_t n)
     for (uint64_t k = 0; k < n; k++) {
         const txc_gguf_str *t = &tok[k].v.str;
         if (vmap_get(m, t->data, (size_t)t->len) >= 0)
-            continue; /* a duplicate keeps its first id (as a Python dict built in order keeps the last; see below) */
+            continue; /* a duplicate string keeps its first id */
         uint64_t i = hash_bytes(t->data, (size_t)t->len) & (m->cap - 1);
         while (m->slot[i])
             i = (i + 1) & (m->cap - 1);
@@ -271,9 +271,10 @@ static txc_status build(const txc_gguf *g, cJSON *root)
     cJSON_AddStringToObject(m, "type", "BPE");
     cJSON *vocab = cJSON_AddObjectToObject(m, "vocab");
     for (uint64_t k = 0; k < n; k++) {
+        if (vmap_get(&vm, items[k].v.str.data, (size_t)items[k].v.str.len) != (int64_t)k)
+            continue; /* a string twice: its first id (the vocab is a map) */
         char *key = cstr(&items[k].v.str);
-        if (!key || (!cJSON_GetObjectItemCaseSensitive(vocab, key) &&
-                     !cJSON_AddItemToObject(vocab, key, cJSON_CreateNumber((double)k)))) {
+        if (!key || !cJSON_AddItemToObject(vocab, key, cJSON_CreateNumber((double)k))) {
             free(key);
             s = txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory (GGUF vocab)");
             break;

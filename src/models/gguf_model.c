@@ -101,6 +101,71 @@ static txc_status missing(const txc_gguf *g, const char *key)
     return txc_error(TXC_ERR_FORMAT, "%s: the metadata has no %s", txc_gguf_path(g), key);
 }
 
+/* A float32 tensor of per-dimension RoPE factors as a JSON list (NULL + error otherwise). */
+static cJSON *factor_list(cfg_ctx *c, const txc_gguf_tensor *t)
+{
+    if (t->ggml_type != 0 || t->n_dims != 1 || t->numel > TXC_MAX_ROPE_FACTORS) {
+        txc_error(TXC_ERR_UNSUPPORTED, "%s: tensor '%s' (RoPE factors) is %s with %lld elements (float32, at most %d, "
+                                       "is supported)", txc_gguf_path(c->g), t->name, txc_ggml_type_name(t->ggml_type),
+                  (long long)t->numel, TXC_MAX_ROPE_FACTORS);
+        return NULL;
+    }
+    cJSON *l = cJSON_CreateArray();
+    for (int64_t i = 0; l && i < t->numel; i++) {
+        float f;
+        memcpy(&f, (const char *)t->data + 4 * i, 4);
+        cJSON_AddItemToArray(l, cJSON_CreateNumber(f));
+    }
+    return l;
+}
+
+/* RoPE factors stored as tensors: llama3's rope_freqs.weight (convert_hf_to_gguf.py's
+ * LlamaModel.generate_extra_tensors; llama.cpp divides the frequencies by them) and phi3's
+ * rope_factors_short/long.weight (longrope). Both become a longrope rope_scaling, whose
+ * inv_freq is 1 / (factor * base^(2i/d)): for llama3 the same frequencies as transformers'
+ * _compute_llama3_parameters up to float rounding (inv_freq / factor per dimension), with
+ * one list for every length and attention_factor 1. */
+static txc_status rope_factors(cfg_ctx *c, const gguf_arch *a)
+{
+    const txc_gguf_tensor *freqs = txc_gguf_find_tensor(c->g, "rope_freqs.weight");
+    const txc_gguf_tensor *lo = txc_gguf_find_tensor(c->g, "rope_factors_short.weight");
+    const txc_gguf_tensor *hi = txc_gguf_find_tensor(c->g, "rope_factors_long.weight");
+    if (!freqs && !lo && !hi)
+        return TXC_OK;
+    const char *path = txc_gguf_path(c->g);
+    if (cJSON_GetObjectItem(c->root, "rope_scaling"))
+        return txc_error(TXC_ERR_UNSUPPORTED, "%s: RoPE factor tensors together with %s.rope.scaling.type are not "
+                                              "supported", path, a->arch);
+    if (!freqs && (!lo || !hi))
+        return txc_error(TXC_ERR_FORMAT, "%s: tensor '%s' without '%s'", path, lo ? lo->name : hi->name,
+                         lo ? "rope_factors_long.weight" : "rope_factors_short.weight");
+    cJSON *short_f = factor_list(c, freqs ? freqs : lo);
+    cJSON *long_f = short_f ? factor_list(c, freqs ? freqs : hi) : NULL;
+    if (!short_f || !long_f) {
+        cJSON_Delete(short_f);
+        return txc_last_status() ? txc_last_status() : txc_error(TXC_ERR_NOMEM, "out of memory (GGUF config)");
+    }
+    cJSON *rs = cJSON_AddObjectToObject(c->root, "rope_scaling");
+    cJSON_AddStringToObject(rs, "rope_type", "longrope");
+    cJSON_AddItemToObject(rs, "short_factor", short_f);
+    cJSON_AddItemToObject(rs, "long_factor", long_f);
+    int64_t orig = 0;
+    double af = 1.0;
+    if (freqs) {
+        get_i(c, "context_length", &orig);
+    } else {
+        if (!get_i(c, "rope.scaling.original_context_length", &orig))
+            get_i(c, "context_length", &orig);
+        if (!get_f(c, "rope.scaling.attn_factor", &af))
+            af = 0; /* longrope's own default from the factor */
+    }
+    if (orig > 0)
+        cJSON_AddNumberToObject(rs, "original_max_position_embeddings", (double)orig);
+    if (af > 0)
+        cJSON_AddNumberToObject(rs, "attention_factor", af);
+    return c->bad ? txc_last_status() : TXC_OK;
+}
+
 txc_status txc_gguf_model_config(const txc_gguf *g, txc_hf_config *out)
 {
     char arch_name[64];
@@ -202,12 +267,8 @@ txc_status txc_gguf_model_config(const txc_gguf *g, txc_hf_config *out)
         if (!s && get_f(&c, "rope.scaling.factor", &f))
             cJSON_AddNumberToObject(rs, "factor", f);
     }
-    static const char *const factor_tensors[] = {"rope_freqs.weight", "rope_factors_long.weight",
-                                                 "rope_factors_short.weight"};
-    for (size_t i = 0; i < 3 && !s; i++)
-        if (has_tensor(g, factor_tensors[i]))
-            s = txc_error(TXC_ERR_UNSUPPORTED, "%s: tensor '%s' (per-dimension RoPE factors: llama3 / longrope "
-                                               "scaling) is not supported", path, factor_tensors[i]);
+    if (!s)
+        s = rope_factors(&c, a);
     int64_t id;
     if (txc_gguf_get_i64(g, "tokenizer.ggml.bos_token_id", &id, &c.bad))
         cJSON_AddNumberToObject(r, "bos_token_id", (double)id);
@@ -370,7 +431,7 @@ static txc_status add_tensor(txc_safetensors *st, const gguf_arch *a, const txc_
     if (a->permute_qk && (q || k)) {
         int64_t n_head = q ? c->num_attention_heads : c->num_key_value_heads;
         int64_t rows = gt->shape[0];
-        if (n_head <= 0 || rows % (2 * n_head))
+        if (n_head <= 0 || rows <= 0 || rows % (2 * n_head))
             return txc_error(TXC_ERR_FORMAT, "%s: tensor '%s' has %" PRId64 " rows, not a multiple of 2 x %" PRId64
                                              " heads", txc_gguf_path(g), gt->name, rows, n_head);
         void *dst = NULL;
