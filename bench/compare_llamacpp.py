@@ -63,7 +63,8 @@ def kv_bytes_per_token(c: dict, keys: float, elem: int) -> float:
 
 
 def run_txc(a, hf: str, cfg: dict) -> dict:
-    out = run([a.txc, "bench", "--model", hf, "--dtype", a.dtype, "--threads", str(a.threads),
+    dtype = [] if hf.endswith(".gguf") else ["--dtype", a.dtype]  # a GGUF runs as stored
+    out = run([a.txc, "bench", "--model", hf, *dtype, "--threads", str(a.threads),
                "--prompt-tokens", str(a.prompt_tokens), "--new-tokens", str(a.new_tokens),
                "--modes", "jit-static", "--json", "--no-compile-cache"])
     j = json.loads(out)
@@ -120,6 +121,11 @@ def fmt(s: dict, unit: str = "", digits: int = 1) -> str:
 def bench_model(a, name: str, folder: str) -> dict:
     cfg = make_model.CONFIGS[name]
     hf, gguf = os.path.join(folder, "hf"), os.path.join(folder, "model.gguf")
+    if a.quant:  # --quant T: both sides on the one GGUF that `txc quantize` writes
+        gguf = os.path.join(folder, f"model.{a.quant}.gguf")
+        if not os.path.exists(gguf):
+            run([a.txc, "quantize", hf, gguf, "--type", a.quant, "--threads", str(a.threads)])
+        hf = gguf
     sides = ["txc"] + a.llama_sides
     runs: list[dict] = []
     probes = [probe(a)]
@@ -240,6 +246,7 @@ def main(argv=None) -> int:
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--quant", default="", help="q8_0, q4_0, q4_1, q4_k...: compare on the GGUF txc quantize writes")
     ap.add_argument("--mmap", default="both", choices=["both", "on", "off"])
     ap.add_argument("--json")
     ap.add_argument("--check", action="store_true")

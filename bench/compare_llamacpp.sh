@@ -9,7 +9,7 @@
 # Usage: bench/compare_llamacpp.sh [--models a,b,...] [--pairs N] [--threads N] [--prompt-tokens N]
 #                                  [--new-tokens N] [--json FILE] [--txc PATH] [--shared DIR]
 #                                  [--work DIR] [--mmap both|on|off] [--dtype bf16|f32] [--llama-env VAR=VALUE]
-#                                  [--setup-only] [--check]
+#                                  [--setup-only] [--check] [--quant q8_0|q4_0|q4_1|q4_k|...]
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -40,6 +40,8 @@ usage() {
   --shared DIR       the tokenizers' folder's parent (default: $TXC_SHARED_DIR, else ../shared)
   --work DIR         cache folder: venv, llama.cpp build, models (default: $TXC_BENCH_DIR,
                      else bench/.work)
+  --quant TYPE       both sides on one GGUF with TYPE weights written by `txc quantize` from
+                     the Hugging Face folder (txc reads the GGUF too; --dtype is then ignored)
   --setup-only       build llama.cpp and write the models, run nothing
   --check            also compare txc's and llama.cpp's greedy tokens on each model (short)
 USAGE
@@ -52,7 +54,7 @@ while [ $# -gt 0 ]; do
         --txc) txc=$2; shift 2 ;;
         --setup-only) setup_only=1; shift ;;
         -h|--help) usage; exit 0 ;;
-        --models|--pairs|--threads|--prompt-tokens|--new-tokens|--mmap|--json|--dtype|--llama-env)
+        --models|--pairs|--threads|--prompt-tokens|--new-tokens|--mmap|--json|--dtype|--quant|--llama-env)
             [ $# -ge 2 ] || { echo "compare_llamacpp: $1 needs a value" >&2; exit 2; }
             pass+=("$1" "$2"); shift 2 ;;
         --check) pass+=("$1"); shift ;;

@@ -4,6 +4,17 @@
  * The dtypes of torch that txc supports: float32, float16, bfloat16, int32,
  * int64, bool. Conversions follow torch: f32 -> bf16/f16 round to nearest
  * even; NaN stays NaN; bool is 0/1 stored in one byte.
+ *
+ * And ggml's block-quantized weight types (GGUF files, llama.cpp): Q8_0,
+ * Q4_0, Q4_1, Q5_0, Q5_1 (blocks of 32 elements) and the k-quants Q4_K,
+ * Q5_K, Q6_K (super-blocks of 256), with ggml's byte layout of a block
+ * (ggml-common.h: block_q8_0, block_q4_0, ..., block_q6_K). An array of a
+ * block dtype is a weight of shape (rows, K) laid out as ggml's (ne0 = K
+ * contiguous): each row is K / block_size blocks, so K must be a multiple
+ * of the block size (txc_array_new / txc_array_from_storage refuse anything
+ * else), and a row takes txc_dtype_row_bytes(dt, K) bytes. Such arrays are
+ * read by the linear and embedding ops only (src/ops/quant*.c); other ops
+ * refuse them.
  */
 #ifndef TXC_DTYPE_H
 #define TXC_DTYPE_H
@@ -24,19 +35,57 @@ typedef enum txc_dtype {
     TXC_I32 = 3,
     TXC_I64 = 4,
     TXC_BOOL = 5,
+    /* block-quantized (ggml): elements per block / bytes per block */
+    TXC_Q8_0 = 6, /*  32 /  34: f16 d, int8 qs[32]; x = d*q */
+    TXC_Q4_0 = 7, /*  32 /  18: f16 d, qs[16] (low nibbles: 0..15, high: 16..31); x = d*(q-8) */
+    TXC_Q4_1 = 8, /*  32 /  20: f16 d, f16 m, qs[16]; x = d*q + m */
+    TXC_Q5_0 = 9, /*  32 /  22: f16 d, qh[4] (5th bits), qs[16]; x = d*(q-16) */
+    TXC_Q5_1 = 10, /* 32 /  24: f16 d, f16 m, qh[4], qs[16]; x = d*q + m */
+    TXC_Q4_K = 11, /* 256 / 144: f16 d, f16 dmin, scales[12] (8 x 6-bit scale+min), qs[128] */
+    TXC_Q5_K = 12, /* 256 / 176: f16 d, f16 dmin, scales[12], qh[32], qs[128] */
+    TXC_Q6_K = 13, /* 256 / 210: ql[128], qh[64], int8 scales[16], f16 d */
     TXC_DTYPE_COUNT
 } txc_dtype;
 
-/* Bytes per element (4, 2, 2, 4, 8, 1). */
+/* Bytes per element (4, 2, 2, 4, 8, 1); 0 for a block-quantized dtype
+ * (whose elements are not whole bytes: use txc_dtype_nbytes). */
 size_t txc_dtype_size(txc_dtype dt);
-/* torch's name: "float32", "float16", "bfloat16", "int32", "int64", "bool". */
+/* torch's name: "float32", "float16", "bfloat16", "int32", "int64", "bool";
+ * ggml's for the quantized ones: "q8_0", "q4_0", "q4_1", "q5_0", "q5_1",
+ * "q4_K", "q5_K", "q6_K" (ggml_type_name). */
 const char *txc_dtype_name(txc_dtype dt);
+/* True for Q8_0 ... Q6_K. */
+bool txc_dtype_is_quantized(txc_dtype dt);
+/* Elements per block: 32 (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1), 256 (Q4_K, Q5_K,
+ * Q6_K), 1 for the other dtypes (ggml_blck_size). 0 for a bad dtype. */
+int64_t txc_dtype_block_size(txc_dtype dt);
+/* Bytes per block: 34, 18, 20, 22, 24, 144, 176, 210; txc_dtype_size for
+ * the other dtypes (ggml_type_size). 0 for a bad dtype. */
+size_t txc_dtype_block_bytes(txc_dtype dt);
+/* Bytes of `numel` elements: numel / block_size * block_bytes. Returns
+ * false (and leaves *out) when numel is negative, not a multiple of the
+ * block size, or the product overflows size_t. */
+bool txc_dtype_nbytes(txc_dtype dt, int64_t numel, size_t *out);
+/* Bytes of one row of K elements (ggml_row_size); 0 when K is negative or
+ * not a multiple of the block size. */
+size_t txc_dtype_row_bytes(txc_dtype dt, int64_t K);
+
+/* ggml's tensor type ids (enum ggml_type in ggml.h, the numbers stored in a
+ * GGUF file's tensor infos): F32=0, F16=1, Q4_0=2, Q4_1=3, Q5_0=6, Q5_1=7,
+ * Q8_0=8, Q4_K=12, Q5_K=13, Q6_K=14, I32=26, I64=27, BF16=30. */
+/* ggml type id -> txc dtype; false for a type txc does not read (Q2_K,
+ * IQ*, I8, F64, ...) or an unknown id. */
+bool txc_dtype_from_ggml(uint32_t ggml_type, txc_dtype *out);
+/* txc dtype -> ggml type id; -1 for bool (which ggml has not). */
+int txc_dtype_to_ggml(txc_dtype dt);
+/* (ggml's names of every type id: txc_ggml_type_name, txc/gguf.h.) */
 /* True for f32/f16/bf16. */
 bool txc_dtype_is_float(txc_dtype dt);
 /* safetensors' dtype string ("F32", "F16", "BF16", "I32", "I64", "BOOL") to
  * a dtype; returns false for anything else (e.g. "F64", "I8"). */
 bool txc_dtype_from_safetensors(const char *s, txc_dtype *out);
-/* torch's name or safetensors' ("float32", "bf16", "F16"...) to a dtype. */
+/* torch's name or safetensors' ("float32", "bf16", "F16"...) or ggml's
+ * (any case: "q4_0", "Q4_K", "q4_k") to a dtype. */
 bool txc_dtype_parse(const char *s, txc_dtype *out);
 
 /* Scalar conversions (round to nearest even, as torch; NaN stays NaN).
@@ -105,7 +154,8 @@ inline uint16_t txc_f32_to_f16(float f)
 
 /* Read element i of a buffer of dtype dt as double / write a double into it
  * (with torch's conversion rules: float->int truncates toward zero,
- * nonzero->bool is true). Slow path for tests and generic kernels. */
+ * nonzero->bool is true). Slow path for tests and generic kernels. Not for
+ * the block-quantized dtypes (load gives 0, store does nothing). */
 double txc_dtype_load(txc_dtype dt, const void *base, size_t i);
 void txc_dtype_store(txc_dtype dt, void *base, size_t i, double v);
 
@@ -118,6 +168,8 @@ void txc_dtype_convert(txc_dtype src_dt, const void *src, txc_dtype dst_dt,
 /* The same over strided elements: strides in bytes, n elements. */
 void txc_dtype_convert_strided(txc_dtype src_dt, const void *src, int64_t src_stride,
                                txc_dtype dst_dt, void *dst, int64_t dst_stride, int64_t n);
+/* (The bulk conversions do nothing for a block-quantized dtype: those go
+ * through txc_quant_dequantize / txc_quant_quantize, txc/quant.h.) */
 
 #ifdef __cplusplus
 }

@@ -114,6 +114,13 @@ typedef struct txc_model_options {
     bool check_tensors;
 } txc_model_options;
 
+/* The config of the model at `path` without loading its weights: a folder's
+ * config.json (txc_hf_config_load), or a *.gguf file's metadata mapped to
+ * the same fields (llama.cpp's <arch>.* keys, as txc_model_load reads it).
+ * Errors: those of txc_hf_config_load, of txc_gguf_open (IO, FORMAT), an
+ * unknown general.architecture or a missing hyperparameter (FORMAT). */
+txc_status txc_model_config_load(const char *path, txc_hf_config *out);
+
 /* Load a Hugging Face model folder: config.json, model.safetensors (or a
  * sharded model.safetensors.index.json). Errors (one line each):
  *   TXC_ERR_INVALID     opts->weights or opts->dtype out of range;

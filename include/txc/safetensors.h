@@ -111,6 +111,21 @@ const char *txc_safetensors_metadata(const txc_safetensors *st, const char *key)
 int txc_safetensors_shard_count(const txc_safetensors *st);
 const char *txc_safetensors_shard_path(const txc_safetensors *st, int i);
 
+/* A table of tensors that lie in one file of another format (the GGUF
+ * loader's, under the Hugging Face names): new_table(path, file mapping)
+ * takes a reference on `file`; add() copies t (its name too; a tensor
+ * over another storage, e.g. one rewritten at load, gets shard -1; the
+ * caller keeps that storage alive); finish() sorts by name and refuses a
+ * name twice (TXC_ERR_FORMAT). The table then answers count/at/find and the
+ * shard queries (one shard: `path`) as an opened file does. Errors:
+ * TXC_ERR_INVALID (NULL argument), TXC_ERR_NOMEM. */
+txc_status txc_safetensors_new_table(const char *path, txc_storage *file, txc_safetensors **out);
+txc_status txc_safetensors_add(txc_safetensors *st, const txc_st_tensor *t);
+txc_status txc_safetensors_finish(txc_safetensors *st);
+/* add() of a tensor rewritten into `storage`, on which the table then holds
+ * a reference (released at close). */
+txc_status txc_safetensors_add_owned(txc_safetensors *st, const txc_st_tensor *t, txc_storage *storage);
+
 #ifdef __cplusplus
 }
 #endif

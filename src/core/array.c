@@ -217,7 +217,15 @@ static txc_status check_shape(txc_dtype dtype, int ndim, const int64_t *shape, s
     int64_t n = txc_shape_numel(ndim, shape);
     if (n < 0 || (uint64_t)n > SIZE_MAX / 8)
         return txc_error(TXC_ERR_INVALID, "bad shape (negative or overflowing dims)");
-    *nbytes = (size_t)n * txc_dtype_size(dtype);
+    if (txc_dtype_is_quantized(dtype)) {
+        /* rows of K = shape[-1] elements, each a whole number of blocks */
+        int64_t bs = txc_dtype_block_size(dtype);
+        if (ndim < 1 || shape[ndim - 1] % bs != 0)
+            return txc_error(TXC_ERR_INVALID, "a %s array needs its last dim (%lld) to be a multiple of %lld",
+                             txc_dtype_name(dtype), ndim < 1 ? 0LL : (long long)shape[ndim - 1], (long long)bs);
+    }
+    if (!txc_dtype_nbytes(dtype, n, nbytes))
+        return txc_error(TXC_ERR_INVALID, "bad shape for %s", txc_dtype_name(dtype));
     return TXC_OK;
 }
 
@@ -265,7 +273,9 @@ txc_array *txc_array_from_storage(txc_storage *s, size_t off, txc_dtype dtype, i
                   nbytes, off, s->nbytes);
         return NULL;
     }
-    if (nbytes > 0 && ((uintptr_t)((char *)s->data + off) % txc_dtype_size(dtype)) != 0) {
+    /* element alignment; a block type's blocks start with (or hold) f16 fields */
+    size_t align = txc_dtype_is_quantized(dtype) ? 2 : txc_dtype_size(dtype);
+    if (nbytes > 0 && ((uintptr_t)((char *)s->data + off) % align) != 0) {
         txc_error(TXC_ERR_INVALID, "offset %zu is not aligned for %s", off, txc_dtype_name(dtype));
         return NULL;
     }

@@ -2,25 +2,79 @@
 #include "txc/dtype.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
+/* size: bytes per element (0 for a block type); block: elements per block;
+ * bbytes: bytes per block (ggml-common.h's block structs); ggml: the id. */
 static const struct {
     const char *name, *st;
     size_t size;
+    int64_t block;
+    size_t bbytes;
+    int ggml;
 } info[TXC_DTYPE_COUNT] = {
-    [TXC_F32] = {"float32", "F32", 4},  [TXC_F16] = {"float16", "F16", 2},
-    [TXC_BF16] = {"bfloat16", "BF16", 2}, [TXC_I32] = {"int32", "I32", 4},
-    [TXC_I64] = {"int64", "I64", 8},    [TXC_BOOL] = {"bool", "BOOL", 1},
+    [TXC_F32] = {"float32", "F32", 4, 1, 4, 0},   [TXC_F16] = {"float16", "F16", 2, 1, 2, 1},
+    [TXC_BF16] = {"bfloat16", "BF16", 2, 1, 2, 30}, [TXC_I32] = {"int32", "I32", 4, 1, 4, 26},
+    [TXC_I64] = {"int64", "I64", 8, 1, 8, 27},    [TXC_BOOL] = {"bool", "BOOL", 1, 1, 1, -1},
+    [TXC_Q8_0] = {"q8_0", NULL, 0, 32, 34, 8},    [TXC_Q4_0] = {"q4_0", NULL, 0, 32, 18, 2},
+    [TXC_Q4_1] = {"q4_1", NULL, 0, 32, 20, 3},    [TXC_Q5_0] = {"q5_0", NULL, 0, 32, 22, 6},
+    [TXC_Q5_1] = {"q5_1", NULL, 0, 32, 24, 7},    [TXC_Q4_K] = {"q4_K", NULL, 0, 256, 144, 12},
+    [TXC_Q5_K] = {"q5_K", NULL, 0, 256, 176, 13}, [TXC_Q6_K] = {"q6_K", NULL, 0, 256, 210, 14},
 };
 
 size_t txc_dtype_size(txc_dtype dt) { return (unsigned)dt < TXC_DTYPE_COUNT ? info[dt].size : 0; }
 const char *txc_dtype_name(txc_dtype dt) { return (unsigned)dt < TXC_DTYPE_COUNT ? info[dt].name : "?"; }
 bool txc_dtype_is_float(txc_dtype dt) { return dt == TXC_F32 || dt == TXC_F16 || dt == TXC_BF16; }
+bool txc_dtype_is_quantized(txc_dtype dt) { return dt >= TXC_Q8_0 && dt < TXC_DTYPE_COUNT; }
+int64_t txc_dtype_block_size(txc_dtype dt) { return (unsigned)dt < TXC_DTYPE_COUNT ? info[dt].block : 0; }
+size_t txc_dtype_block_bytes(txc_dtype dt) { return (unsigned)dt < TXC_DTYPE_COUNT ? info[dt].bbytes : 0; }
+
+bool txc_dtype_nbytes(txc_dtype dt, int64_t numel, size_t *out)
+{
+    if ((unsigned)dt >= TXC_DTYPE_COUNT || numel < 0 || numel % info[dt].block != 0)
+        return false;
+    uint64_t blocks = (uint64_t)(numel / info[dt].block);
+    if (blocks > SIZE_MAX / info[dt].bbytes)
+        return false;
+    *out = (size_t)blocks * info[dt].bbytes;
+    return true;
+}
+
+size_t txc_dtype_row_bytes(txc_dtype dt, int64_t K)
+{
+    size_t n;
+    return txc_dtype_nbytes(dt, K, &n) ? n : 0;
+}
+
+bool txc_dtype_from_ggml(uint32_t ggml_type, txc_dtype *out)
+{
+    for (int i = 0; i < TXC_DTYPE_COUNT; i++)
+        if (info[i].ggml >= 0 && (uint32_t)info[i].ggml == ggml_type) {
+            *out = (txc_dtype)i;
+            return true;
+        }
+    return false;
+}
+
+int txc_dtype_to_ggml(txc_dtype dt) { return (unsigned)dt < TXC_DTYPE_COUNT ? info[dt].ggml : -1; }
+
+/* ASCII case-insensitive equality ("Q4_K" = "q4_k"). */
+static bool eq_nocase(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        char x = *a >= 'A' && *a <= 'Z' ? (char)(*a + 32) : *a;
+        char y = *b >= 'A' && *b <= 'Z' ? (char)(*b + 32) : *b;
+        if (x != y)
+            return false;
+    }
+    return *a == *b;
+}
 
 bool txc_dtype_from_safetensors(const char *s, txc_dtype *out)
 {
     for (int i = 0; i < TXC_DTYPE_COUNT; i++)
-        if (strcmp(s, info[i].st) == 0) {
+        if (info[i].st && strcmp(s, info[i].st) == 0) {
             *out = (txc_dtype)i;
             return true;
         }
@@ -35,7 +89,8 @@ bool txc_dtype_parse(const char *s, txc_dtype *out)
         {"bf16", TXC_BF16}, {"i32", TXC_I32}, {"i64", TXC_I64}, {"long", TXC_I64},
     };
     for (int i = 0; i < TXC_DTYPE_COUNT; i++)
-        if (strcmp(s, info[i].name) == 0 || strcmp(s, info[i].st) == 0) {
+        if (strcmp(s, info[i].name) == 0 || (info[i].st && strcmp(s, info[i].st) == 0) ||
+            (txc_dtype_is_quantized((txc_dtype)i) && eq_nocase(s, info[i].name))) {
             *out = (txc_dtype)i;
             return true;
         }
@@ -142,7 +197,7 @@ static inline int64_t f2i64(double v)
 void txc_dtype_convert_strided(txc_dtype sdt, const void *src, int64_t sstride, txc_dtype ddt, void *dst,
                                int64_t dstride, int64_t n)
 {
-    if (n <= 0)
+    if (n <= 0 || txc_dtype_is_quantized(sdt) || txc_dtype_is_quantized(ddt))
         return;
     if (sdt == ddt) {
         size_t es = txc_dtype_size(sdt);

@@ -33,10 +33,16 @@ struct txc_tensor {
     int32_t value; /* while tracing: the value id in the graph; -1 for a concrete tensor */
 };
 
-/* Address of the first element of a tensor. */
+/* Address of the first element of a tensor (for a block-quantized dtype,
+ * of its first block: the offset is then a whole number of blocks, rows of
+ * a (rows, K) weight). */
 static inline void *txc_impl_data(const txc_tensor *t)
 {
-    return (char *)t->array->data + (size_t)t->offset * txc_dtype_size(t->dtype);
+    size_t es = txc_dtype_size(t->dtype);
+    if (es)
+        return (char *)t->array->data + (size_t)t->offset * es;
+    return (char *)t->array->data +
+           (size_t)(t->offset / txc_dtype_block_size(t->dtype)) * txc_dtype_block_bytes(t->dtype);
 }
 
 /* C-contiguous strides for a shape. */

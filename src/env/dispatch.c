@@ -46,6 +46,13 @@ txc_tensor *txc_dispatch(txc_op_id op, txc_env *env, txc_tensor *const *in, int 
         env = txc_env_active();
     if (check_envs(name, env, in, n_in) != TXC_OK)
         return NULL;
+    /* block-quantized weights (GGUF) are read by linear and embedding only */
+    for (int i = 0; i < n_in; i++)
+        if (txc_dtype_is_quantized(in[i]->dtype) && op != TXC_OP_LINEAR && op != TXC_OP_EMBEDDING) {
+            txc_error(TXC_ERR_UNSUPPORTED, "%s: input %d is a %s (block-quantized) tensor, which only linear and "
+                                           "embedding read", name, i, txc_dtype_name(in[i]->dtype));
+            return NULL;
+        }
     txc_op_attrs zero = {0};
     if (!attrs)
         attrs = &zero;

@@ -3,6 +3,7 @@
  * parser) and chat_template_eval.c (renderer). */
 #include "txc/chat_template.h"
 #include "hf/chat_template_impl.h"
+#include "txc/gguf.h"
 #include "hf/files.h"
 
 #include <cjson/cJSON.h>
@@ -255,6 +256,8 @@ txc_status txc_chat_template_load(const char *model_dir, txc_chat_template **out
     *out = NULL;
     if (!model_dir)
         return txc_error(TXC_ERR_INVALID, "txc_chat_template_load: model_dir is NULL");
+    if (txc_gguf_is_path(model_dir))
+        return txc_chat_template_load_gguf(model_dir, out);
     cJSON *cfg = NULL, *stm = NULL;
     bool cfg_missing = true, stm_missing = true, jinja_missing = true;
     char *jinja = NULL;

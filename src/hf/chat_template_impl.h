@@ -177,4 +177,7 @@ size_t ct_utf8_decode(const char *s, size_t n, uint32_t *cp); /* bytes used (>= 
 size_t ct_utf8_encode(uint32_t cp, char *out);                /* out: 4 bytes */
 bool ct_py_isspace(uint32_t cp);                               /* Python str.isspace */
 
+/* chat_template_gguf.c: txc_chat_template_load of a GGUF file. */
+txc_status txc_chat_template_load_gguf(const char *path, txc_chat_template **out);
+
 #endif

@@ -1,6 +1,7 @@
 /* config.json and generation_config.json; see include/txc/hf_config.h. */
 #include "txc/hf_config.h"
 #include "hf/files.h"
+#include "txc/gguf.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -792,6 +793,8 @@ txc_status txc_generation_config_load(const char *model_dir, txc_generation_conf
     if (!model_dir || !out)
         return txc_error(TXC_ERR_INVALID, "txc_generation_config_load: NULL argument");
     txc_generation_config_defaults(out);
+    if (txc_gguf_is_path(model_dir))
+        return TXC_OK; /* a GGUF has no generation config: the defaults (its eos ids are the config's) */
     char *path = txc_hf_path_join(model_dir, "generation_config.json");
     if (!path)
         return TXC_ERR_NOMEM;

@@ -20,6 +20,8 @@ struct txc_safetensors {
     txc_st_tensor *tensors;  /* names owned (strdup) */
     int n_meta;
     char **meta_keys, **meta_vals;
+    txc_storage **extra;     /* storages of rewritten tensors (txc_safetensors_add_owned), one ref each */
+    int n_extra;
 };
 
 /* Largest integer a JSON number (a double in cJSON) holds exactly. */
@@ -580,6 +582,9 @@ void txc_safetensors_close(txc_safetensors *st)
     }
     free(st->meta_keys);
     free(st->meta_vals);
+    for (int i = 0; i < st->n_extra; i++)
+        txc_storage_release(st->extra[i]);
+    free(st->extra);
     free(st);
 }
 
@@ -627,4 +632,64 @@ const char *txc_safetensors_shard_path(const txc_safetensors *st, int i)
     if (!st || i < 0 || i >= st->n_shards)
         return NULL;
     return st->paths[i];
+}
+
+/* ---- a table built in memory (the tensors of another format) ---------------- */
+
+txc_status txc_safetensors_new_table(const char *path, txc_storage *file, txc_safetensors **out)
+{
+    if (!out)
+        return txc_error(TXC_ERR_INVALID, "txc_safetensors_new_table: out is NULL");
+    *out = NULL;
+    if (!path || !file)
+        return txc_error(TXC_ERR_INVALID, "txc_safetensors_new_table: path or file is NULL");
+    txc_safetensors *st = calloc(1, sizeof *st);
+    txc_status rc = st ? alloc_shards(st, 1) : txc_error(TXC_ERR_NOMEM, "out of memory (safetensors)");
+    if (rc == TXC_OK && !(st->paths[0] = xstrdup(path)))
+        rc = TXC_ERR_NOMEM;
+    if (rc) {
+        txc_safetensors_close(st);
+        return rc;
+    }
+    st->storages[0] = txc_storage_retain(file);
+    *out = st;
+    return TXC_OK;
+}
+
+txc_status txc_safetensors_add(txc_safetensors *st, const txc_st_tensor *t)
+{
+    if (!st || !t || !t->name || !t->storage)
+        return txc_error(TXC_ERR_INVALID, "txc_safetensors_add: NULL table, tensor, name or storage");
+    txc_st_tensor c = *t;
+    c.shard = t->storage == st->storages[0] ? 0 : -1;
+    if (!(c.name = xstrdup(t->name)))
+        return TXC_ERR_NOMEM;
+    txc_status rc = push_tensor(st, &c);
+    if (rc)
+        free((char *)c.name);
+    return rc;
+}
+
+txc_status txc_safetensors_add_owned(txc_safetensors *st, const txc_st_tensor *t, txc_storage *storage)
+{
+    if (!st || !storage)
+        return txc_error(TXC_ERR_INVALID, "txc_safetensors_add_owned: NULL table or storage");
+    txc_storage **e = realloc(st->extra, ((size_t)st->n_extra + 1) * sizeof *e);
+    if (!e)
+        return txc_error(TXC_ERR_NOMEM, "out of memory (safetensors table)");
+    st->extra = e;
+    st->extra[st->n_extra++] = txc_storage_retain(storage);
+    return txc_safetensors_add(st, t);
+}
+
+txc_status txc_safetensors_finish(txc_safetensors *st)
+{
+    if (!st)
+        return txc_error(TXC_ERR_INVALID, "txc_safetensors_finish: st is NULL");
+    if (st->n > 1)
+        qsort(st->tensors, (size_t)st->n, sizeof *st->tensors, cmp_by_name);
+    for (int i = 1; i < st->n; i++)
+        if (strcmp(st->tensors[i - 1].name, st->tensors[i].name) == 0)
+            return txc_error(TXC_ERR_FORMAT, "%s: tensor '%s' appears twice", st->paths[0], st->tensors[i].name);
+    return TXC_OK;
 }

@@ -4,6 +4,7 @@
  */
 #include "hf/files.h"
 #include "hf/tokenizer_impl.h"
+#include "txc/gguf.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -498,6 +499,21 @@ txc_status txc_tokenizer_load(const char *path, txc_tokenizer **out)
         *out = NULL;
     if (!path || !out)
         return txc_error(TXC_ERR_INVALID, "txc_tokenizer_load: NULL argument");
+    if (txc_gguf_is_path(path)) { /* a GGUF's tokenizer.ggml.* metadata (tokenizer_gguf.c) */
+        cJSON *tree;
+        txc_status gs = tk_gguf_tree(path, &tree);
+        if (gs)
+            return gs;
+        txc_tokenizer *t = calloc(1, sizeof *t);
+        gs = t ? load_json(t, tree) : txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
+        cJSON_Delete(tree);
+        if (gs) {
+            txc_tokenizer_free(t);
+            return gs;
+        }
+        *out = t;
+        return TXC_OK;
+    }
     char *file = NULL;
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {

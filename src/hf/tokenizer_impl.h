@@ -524,4 +524,11 @@ bool tk_has_byte_fallback_decoder(const txc_tokenizer *t);
 /* Whether id is a "<0xXX>" token as the ByteFallback decoder reads it. */
 bool tk_is_byte_token(const txc_tokenizer *t, int32_t id);
 
+/* tokenizer_gguf.c: the tokenizer.json tree transformers builds from a GGUF
+ * file's tokenizer.ggml.* metadata (*out owned by the caller). Errors:
+ * TXC_ERR_IO / TXC_ERR_FORMAT (the file, a missing or mistyped key),
+ * TXC_ERR_UNSUPPORTED (a tokenizer.ggml.model or .pre txc cannot run). */
+struct cJSON;
+txc_status tk_gguf_tree(const char *path, struct cJSON **out);
+
 #endif

@@ -107,12 +107,23 @@ static uint64_t op_table_fingerprint(void)
         h_word(&h, (uint64_t)(d && d->view ? 1 : 0));
     }
     h_word(&h, TXC_DTYPE_COUNT);
-    for (int d = 0; d < TXC_DTYPE_COUNT; d++)
+    for (int d = 0; d < TXC_DTYPE_COUNT; d++) {
         h_word(&h, txc_dtype_size((txc_dtype)d));
+        h_word(&h, (uint64_t)txc_dtype_block_size((txc_dtype)d));
+        h_word(&h, txc_dtype_block_bytes((txc_dtype)d));
+    }
     h_word(&h, TXC_MAX_DIMS);
     h_word(&h, TXC_MAX_OP_INPUTS);
     h_word(&h, txc_fused_format());
     return h_final(&h).h[0];
+}
+
+/* Bytes of a constant's numel elements (whole blocks for a quantized dtype;
+ * 0 for a count that is not). */
+static size_t const_bytes(txc_dtype dt, int64_t numel)
+{
+    size_t n = 0;
+    return txc_dtype_nbytes(dt, numel, &n) ? n : 0;
 }
 
 static int clamp_ints(int n) { return n < 0 ? 0 : n > TXC_MAX_DIMS + 2 ? TXC_MAX_DIMS + 2 : n; }
@@ -181,7 +192,7 @@ txc_plan_key txc_persist_key(const txc_graph *g, txc_tensor *const *in, int n, c
         h_word(&h, (uint64_t)(int64_t)B->input);
         if (B->kind == TXC_BUF_CONST && B->konst) { /* captured: its bytes */
             const txc_array *a = B->konst->array;
-            size_t bytes = (size_t)a->numel * txc_dtype_size(a->dtype);
+            size_t bytes = const_bytes(a->dtype, a->numel);
             txc_plan_key c = hash_of(a->data, bytes);
             h_word(&h, c.h[0]);
             h_word(&h, c.h[1]);
@@ -352,7 +363,7 @@ static void serialize(wbuf *w, const char *name, txc_plan_key key, const txc_gra
         w_i32(w, B->first_use);
         w_i32(w, B->last_use);
         if (B->kind == TXC_BUF_CONST) {
-            size_t bytes = (size_t)B->numel * txc_dtype_size(B->dtype);
+            size_t bytes = const_bytes(B->dtype, B->numel);
             w_u64(w, (uint64_t)bytes);
             w_bytes(w, B->konst->array->data, bytes);
         }
@@ -720,7 +731,7 @@ static bool check_graph(const txc_graph *g, int64_t arena, const txc_graph *trac
         if (B->kind != TXC_BUF_CONST || T->kind != TXC_BUF_CONST)
             continue;
         const txc_array *ta = T->konst->array;
-        size_t bytes = (size_t)B->numel * txc_dtype_size(B->dtype);
+        size_t bytes = const_bytes(B->dtype, B->numel);
         if (ta->numel != B->numel || ta->dtype != B->dtype || memcmp(ta->data, B->konst->array->data, bytes)) {
             say(why, cap, "stale (captured constant %d differs from the traced one)", b);
             return false;
@@ -874,7 +885,7 @@ static txc_graph *parse(rbuf *r, txc_env *env, int n, char *why, size_t cap)
         if (B->kind == TXC_BUF_CONST) {
             uint64_t bytes = r_u64(r);
             const unsigned char *data = r_span(r, (size_t)bytes);
-            if (r->bad || bytes != (uint64_t)B->numel * txc_dtype_size(B->dtype)) {
+            if (r->bad || bytes != (uint64_t)const_bytes(B->dtype, B->numel)) {
                 say(why, cap, "corrupt (constant %d: size)", b);
                 goto fail;
             }

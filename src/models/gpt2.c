@@ -44,10 +44,11 @@ const txc_arch txc_arch_gpt2 = {
     (int)(sizeof gpt2_layer / sizeof *gpt2_layer), NORM_LAYER, false, false, false, gpt2_forward,
 };
 
-/* Conv1D: x @ weight + bias with weight (in, out) = linear with its transpose. */
-static txc_tensor *conv1d(txc_tensor *x, txc_tensor *w, txc_tensor *b)
+/* Conv1D: x @ weight + bias with weight (in, out) = linear with its
+ * transpose; a GGUF stores it (out, in) already (linear_layout). */
+static txc_tensor *conv1d(const txc_model *m, txc_tensor *x, txc_tensor *w, txc_tensor *b)
 {
-    return txc_linear(x, txc_transpose(w, 0, 1), b);
+    return txc_linear(x, m->linear_layout ? w : txc_transpose(w, 0, 1), b);
 }
 
 static txc_tensor *gpt2_forward(txc_model *m, txc_tensor *const *params, txc_tensor *input_ids,
@@ -68,7 +69,7 @@ static txc_tensor *gpt2_forward(txc_model *m, txc_tensor *const *params, txc_ten
     for (int64_t l = 0; l < c->num_hidden_layers && h; l++) {
         const int *P = m->layer[l];
         txc_tensor *x = txc_layer_norm(h, W(P[L_ATTN_NORM]), W(P[L_ATTN_NORM_BIAS]), eps);
-        txc_tensor *qkv = conv1d(x, W(P[L_QKV]), W(P[L_QKV_BIAS])); /* (B, L, 3H): q | k | v */
+        txc_tensor *qkv = conv1d(m, x, W(P[L_QKV]), W(P[L_QKV_BIAS])); /* (B, L, 3H): q | k | v */
         txc_tensor *q = txc_model_split_heads(txc_narrow(qkv, -1, 0, H), B, L, heads, d);
         txc_tensor *k = txc_model_split_heads(txc_narrow(qkv, -1, H, H), B, L, heads, d);
         txc_tensor *v = txc_model_split_heads(txc_narrow(qkv, -1, 2 * H, H), B, L, heads, d);
@@ -79,11 +80,11 @@ static txc_tensor *gpt2_forward(txc_model *m, txc_tensor *const *params, txc_ten
             scale /= (double)(l + 1);
         txc_tensor *attn = txc_model_attention(q, k, v, query_pos, scale, 0, 0);
         attn = txc_reshape(txc_transpose(attn, 1, 2), 3, (int64_t[]){B, L, H});
-        h = txc_add(h, conv1d(attn, W(P[L_O]), W(P[L_O_BIAS])));
+        h = txc_add(h, conv1d(m, attn, W(P[L_O]), W(P[L_O_BIAS])));
 
         x = txc_layer_norm(h, W(P[L_MLP_NORM]), W(P[L_MLP_NORM_BIAS]), eps);
-        x = txc_model_act(m, conv1d(x, W(P[L_FC]), W(P[L_FC_BIAS])));
-        h = txc_add(h, conv1d(x, W(P[L_DOWN]), W(P[L_DOWN_BIAS])));
+        x = txc_model_act(m, conv1d(m, x, W(P[L_FC]), W(P[L_FC_BIAS])));
+        h = txc_add(h, conv1d(m, x, W(P[L_DOWN]), W(P[L_DOWN_BIAS])));
     }
     h = txc_layer_norm(h, W(m->g[G_NORM]), W(m->g[G_NORM_BIAS]), eps);
     if (logits_index)

@@ -11,6 +11,8 @@
  * from one table per architecture. See include/txc/model.h.
  */
 #include "models/model_impl.h"
+#include "txc/quant.h"
+#include "txc/gguf.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -141,6 +143,39 @@ static const txc_st_tensor *find_tensor(const txc_safetensors *st, const char *n
     return t;
 }
 
+/* --check-tensors on a quantized (rows, K) matrix: its rows dequantized
+ * one at a time (the scales are what can be non-finite) and scanned as
+ * float32; the first bad flat index, -1 when all are finite, -2 (error
+ * set) when a row cannot be dequantized. */
+static int64_t quant_first_nonfinite(const txc_st_tensor *t, int64_t *count, bool *is_nan)
+{
+    const int64_t rows = t->shape[0], K = t->shape[1];
+    const size_t row_bytes = txc_dtype_row_bytes(t->dtype, K);
+    float *buf = row_bytes ? malloc(sizeof(float) * (size_t)K) : NULL;
+    if (!buf) {
+        txc_error(TXC_ERR_NOMEM, "out of memory (check_tensors: a row of %lld)", (long long)K);
+        return -2;
+    }
+    int64_t first = -1, bad = 0;
+    bool nan = false;
+    for (int64_t r = 0; r < rows; r++) {
+        if (txc_quant_dequantize(t->dtype, (const unsigned char *)t->data + (size_t)r * row_bytes, buf, K) != TXC_OK) {
+            free(buf);
+            return -2;
+        }
+        int64_t n;
+        bool rn;
+        int64_t at = txc_weights_first_nonfinite(buf, TXC_F32, K, &n, &rn);
+        if (at >= 0 && first < 0)
+            first = r * K + at, nan = rn;
+        bad += n;
+    }
+    free(buf);
+    *count = bad;
+    *is_nan = nan;
+    return first;
+}
+
 /* Find `name`, check its shape against what config.json implies (`why`
  * names the config fields), and wrap it: in its file dtype, zero copy where
  * aligned (txc_model_options.convert_dtype: converted once to its dtype);
@@ -152,8 +187,8 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
     *out = -1;
     const txc_st_tensor *t = find_tensor(st, name);
     if (!t)
-        return txc_error(TXC_ERR_FORMAT, "model.safetensors: tensor '%s' is missing (expected by config.json: %s)",
-                         name, why);
+        return txc_error(TXC_ERR_FORMAT, "%s: tensor '%s' is missing (expected by %s: %s)", m->wfile, name, m->cfile,
+                         why);
     bool same = t->ndim == ndim;
     for (int i = 0; same && i < ndim; i++)
         same = t->shape[i] == shape[i];
@@ -161,23 +196,29 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
         char got[96], want[96];
         shape_str(got, sizeof got, t->ndim, t->shape);
         shape_str(want, sizeof want, ndim, shape);
-        return txc_error(TXC_ERR_FORMAT, "model.safetensors: tensor '%s' has shape %s but config.json implies %s (%s)",
-                         name, got, want, why);
+        return txc_error(TXC_ERR_FORMAT, "%s: tensor '%s' has shape %s but %s implies %s (%s)", m->wfile, name, got,
+                         m->cfile, want, why);
     }
-    if (!txc_dtype_is_float(t->dtype))
-        return txc_error(TXC_ERR_UNSUPPORTED, "model.safetensors: tensor '%s' has dtype %s (expected a float dtype)",
+    bool quant = txc_dtype_is_quantized(t->dtype); /* a GGUF matrix: used as stored (ops/quant_dot.c) */
+    if (!txc_dtype_is_float(t->dtype) && !(quant && ndim == 2))
+        return txc_error(TXC_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (expected a float dtype)", m->wfile,
                          name, txc_dtype_name(t->dtype));
-    const int64_t numel = (int64_t)(t->nbytes / txc_dtype_size(t->dtype));
+    int64_t numel = 1;
+    for (int i = 0; i < t->ndim; i++)
+        numel *= t->shape[i];
     if (m->check_tensors) {
         int64_t bad;
         bool nan;
-        int64_t at = txc_weights_first_nonfinite(t->data, t->dtype, numel, &bad, &nan);
+        int64_t at = quant ? quant_first_nonfinite(t, &bad, &nan)
+                           : txc_weights_first_nonfinite(t->data, t->dtype, numel, &bad, &nan);
+        if (at == -2)
+            return txc_last_status();
         if (at >= 0) {
             char idx[96];
             txc_weights_index_str(idx, sizeof idx, t->ndim, t->shape, at);
-            return txc_error(TXC_ERR_FORMAT, "model.safetensors: tensor '%s' has %s at index %s (%lld non-finite "
-                                             "values in all; check_tensors)",
-                             name, nan ? "a NaN" : "an inf", idx, (long long)bad);
+            return txc_error(TXC_ERR_FORMAT, "%s: tensor '%s' has %s at index %s (%lld non-finite values in all; "
+                                             "check_tensors)",
+                             m->wfile, name, nan ? "a NaN" : "an inf", idx, (long long)bad);
         }
     }
     txc_array *arr;
@@ -190,7 +231,7 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
         return txc_last_status();
     txc_tensor *w = txc_tensor_wrap(m->env, arr);
     txc_array_release(arr);
-    txc_dtype want = ndim == 1 ? TXC_F32 : m->convert_dtype ? m->weights_dtype : t->dtype;
+    txc_dtype want = ndim == 1 ? TXC_F32 : m->convert_dtype && !quant ? m->weights_dtype : t->dtype;
     if (w && t->dtype != want) { /* converted once */
         txc_tensor *c = txc_to_dtype(w, want);
         txc_tensor_release(w);
@@ -202,9 +243,9 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
         if (after > before) {
             if (m->check_tensors) {
                 txc_tensor_release(w);
-                return txc_error(TXC_ERR_FORMAT, "model.safetensors: tensor '%s': %lld values overflow %s to inf "
+                return txc_error(TXC_ERR_FORMAT, "%s: tensor '%s': %lld values overflow %s to inf "
                                                  "in the conversion (check_tensors)",
-                                 name, (long long)(after - before), txc_dtype_name(want));
+                                 m->wfile, name, (long long)(after - before), txc_dtype_name(want));
             }
             if (m->weights.n_overflow_tensors++ == 0) {
                 snprintf(m->weights.overflow_tensor, sizeof m->weights.overflow_tensor, "%s", name);
@@ -328,7 +369,7 @@ static txc_status load_layers(txc_model *m, const txc_safetensors *st)
             const arch_param *lp = &a->layer[j];
             if (!wanted(c, lp->when))
                 continue;
-            int n = role_shape(c, lp->role, false, lp->conv1d, shape);
+            int n = role_shape(c, lp->role, false, lp->conv1d && !m->linear_layout, shape);
             snprintf(name, sizeof name, "%s.%lld.%s", a->layers, (long long)l, lp->name);
             txc_status s = load_param(m, st, name, n, shape, why, &m->layer[l][lp->role]);
             if (s)
@@ -365,8 +406,8 @@ static txc_status load_weights(txc_model *m, const txc_safetensors *st)
     /* A deeper checkpoint than config.json says is a disagreement too. */
     snprintf(name, sizeof name, "%s.%lld.%s", a->layers, (long long)c->num_hidden_layers, a->layer[0].name);
     if (find_tensor(st, name))
-        return txc_error(TXC_ERR_FORMAT, "model.safetensors: has tensor '%s' but config.json says num_hidden_layers "
-                                         "%lld", name, (long long)c->num_hidden_layers);
+        return txc_error(TXC_ERR_FORMAT, "%s: has tensor '%s' but %s says num_hidden_layers %lld", m->wfile, name,
+                         m->cfile, (long long)c->num_hidden_layers);
     return TXC_OK;
 }
 
@@ -418,21 +459,45 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
         free(m);
         return txc_error(TXC_ERR_INVALID, "model options: weights mode %d is not DEFAULT, MMAP or COPY", (int)weights);
     }
-    txc_status s = txc_hf_config_load(dir, &m->config);
+    txc_status s;
     const txc_hf_config *c = &m->config;
-    if (s == TXC_OK)
-        s = check_config(c, &m->arch);
     txc_safetensors *st = NULL;
-    if (s == TXC_OK)
-        s = txc_safetensors_open(dir, &st);
+    if (txc_gguf_is_path(dir)) { /* one GGUF file: config from its metadata, its tensors renamed */
+        const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+        snprintf(m->wfile, sizeof m->wfile, "%s", base);
+        snprintf(m->cfile, sizeof m->cfile, "its metadata");
+        m->linear_layout = true;
+        txc_gguf *g = NULL;
+        s = txc_gguf_open(dir, &g);
+        if (s == TXC_OK)
+            s = txc_gguf_model_config(g, &m->config);
+        if (s == TXC_OK)
+            s = check_config(c, &m->arch);
+        if (s == TXC_OK)
+            s = txc_gguf_model_table(g, c, &st);
+        txc_gguf_close(g); /* the table holds the mapping */
+    } else {
+        snprintf(m->wfile, sizeof m->wfile, "model.safetensors");
+        snprintf(m->cfile, sizeof m->cfile, "config.json");
+        s = txc_hf_config_load(dir, &m->config);
+        if (s == TXC_OK)
+            s = check_config(c, &m->arch);
+        if (s == TXC_OK)
+            s = txc_safetensors_open(dir, &st);
+    }
     if (s == TXC_OK) {
-        /* Each layer has one tensor at least: a layer count the file cannot
-         * hold is a disagreement, reported before sizing anything by it.
+        /* Each layer has this many tensors at least: a layer count the file
+         * cannot hold is a disagreement, reported before sizing anything by it.
          * (Any other shortfall, e.g. llama weights under model_type qwen2
          * with its q/k/v biases, is named by the first missing tensor.) */
-        if (c->num_hidden_layers > txc_safetensors_count(st))
-            s = txc_error(TXC_ERR_FORMAT, "config.json: num_hidden_layers %lld, but model.safetensors has only %d "
-                                          "tensors", (long long)c->num_hidden_layers, txc_safetensors_count(st));
+        int per_layer = 0;
+        for (int j = 0; j < m->arch->n_layer; j++)
+            per_layer += m->arch->layer[j].when == WHEN_ALWAYS;
+        if (per_layer < 1)
+            per_layer = 1;
+        if (c->num_hidden_layers > txc_safetensors_count(st) / per_layer + 1)
+            s = txc_error(TXC_ERR_FORMAT, "%s: num_hidden_layers %lld, but %s has only %d tensors", m->cfile,
+                          (long long)c->num_hidden_layers, m->wfile, txc_safetensors_count(st));
     }
     if (s == TXC_OK) {
         size_t max_params = (size_t)m->arch->n_global + (size_t)c->num_hidden_layers * (size_t)m->arch->n_layer;

@@ -131,7 +131,20 @@ struct txc_model {
     bool check_tensors;         /* txc_model_options.check_tensors */
     txc_dtype weights_dtype;
     txc_weights_info weights;   /* see txc_model_weights_info */
+    bool linear_layout;         /* GGUF: Conv1D weights stored (out, in), used as linear weights */
+    char wfile[256], cfile[256]; /* what messages call the weights and the config ("model.safetensors",
+                                    "config.json"; a GGUF's file name and "FILE (metadata)") */
 };
+
+/* GGUF (gguf_model.c): the config.json transformers would have for the
+ * file's general.architecture and metadata; and its tensors under the
+ * Hugging Face names, the converter's changes undone (q/k row permutation
+ * of llama, gemma's norm + 1). Errors: TXC_ERR_UNSUPPORTED naming an
+ * architecture, a rope scaling or a tensor type txc does not handle;
+ * TXC_ERR_FORMAT (missing or mistyped metadata). */
+struct txc_gguf;
+txc_status txc_gguf_model_config(const struct txc_gguf *g, txc_hf_config *out);
+txc_status txc_gguf_model_table(const struct txc_gguf *g, const txc_hf_config *c, txc_safetensors **out);
 
 /* Where the weights live (weights.c): with mode COPY, move every parameter
  * whose array is in a mapping of `st`'s files into one anonymous read-only

@@ -56,7 +56,9 @@ txc_weights_info txc_model_weights_info(const txc_model *m)
         w.param_bytes = 0;
         for (int i = 0; i < m->n_params; i++) {
             const txc_tensor *t = m->params[i].tensor;
-            w.param_bytes += (size_t)t->numel * txc_dtype_size(t->dtype);
+            size_t nb = 0;
+            if (txc_dtype_nbytes(t->dtype, t->numel, &nb)) /* whole blocks for a quantized weight */
+                w.param_bytes += nb;
         }
     }
     return w;

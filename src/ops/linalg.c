@@ -13,6 +13,7 @@
  * results identical to one thread.
  */
 #include "ops/kernels.h"
+#include "ops/quant_impl.h"
 #include "txc/threads.h"
 
 #include <math.h>
@@ -1043,7 +1044,8 @@ static txc_status infer_linear(txc_tensor *const *in, int n_in, const txc_op_att
         return txc_error(TXC_ERR_INTERNAL, "aten::linear: expected %d inputs, got %d", want, n_in);
     const txc_tensor *x = in[0], *w = in[1];
     char sx[160], sw[160];
-    if (!txc_dtype_is_float(x->dtype) || !txc_dtype_is_float(w->dtype))
+    bool wq = txc_dtype_is_quantized(w->dtype); /* a GGUF weight (ops/quant_dot.c) */
+    if (!txc_dtype_is_float(x->dtype) || (!txc_dtype_is_float(w->dtype) && !wq))
         return txc_error(TXC_ERR_UNSUPPORTED, "aten::linear: float inputs only (got %s input, %s weight)",
                          txc_dtype_name(x->dtype), txc_dtype_name(w->dtype));
     if (w->ndim != 2 || x->ndim < 1 || x->shape[x->ndim - 1] != w->shape[1])
@@ -1052,7 +1054,11 @@ static txc_status infer_linear(txc_tensor *const *in, int n_in, const txc_op_att
                          "in_features) with in_features the input's last dim",
                          txc_kern_shape_str(sx, sizeof sx, x->ndim, x->shape),
                          txc_kern_shape_str(sw, sizeof sw, w->ndim, w->shape));
-    m->dtype = txc_promote(x->dtype, w->dtype);
+    /* a quantized weight computes as float32 (ggml's dequantized weight) */
+    m->dtype = txc_promote(x->dtype, wq ? TXC_F32 : w->dtype);
+    if (wq && (w->strides[1] != 1 || w->strides[0] != w->shape[1] || w->shape[1] % txc_dtype_block_size(w->dtype)))
+        return txc_error(TXC_ERR_UNSUPPORTED, "aten::linear: a %s weight must be whole contiguous rows of blocks",
+                         txc_dtype_name(w->dtype));
     if (has_bias) {
         const txc_tensor *b = in[2];
         if (!txc_dtype_is_float(b->dtype))
@@ -1140,7 +1146,11 @@ static txc_status cpu_linear(txc_tensor *out, txc_tensor *const *in, int n_in, c
         ws1 = 1;
     if (N == 1)
         ws0 = K;
-    if (ws1 == 1) {
+    if (txc_dtype_is_quantized(w->dtype)) {
+        txc_status qs = txc_quant_gemm(M, N, K, A, lda, W, w->dtype, C, N);
+        if (qs != TXC_OK)
+            return qs;
+    } else if (ws1 == 1) {
         txc_kern_gemm_nt(M, N, K, A, lda, W, w->dtype, ws0, C, N);
     } else if (ws0 == 1) {
         /* weight is a transposed view of a row-major (in, out) matrix */
@@ -1175,6 +1185,9 @@ txc_status txc_ops_linear_group(int n, txc_tensor *const *outs, txc_tensor *cons
         fast = args[i][0] == x && outs[i]->dtype == TXC_F32 && txc_tensor_is_contiguous(outs[i]) && w->ndim == 2 &&
                w->shape[1] == K && w->strides[1] == 1 && w->shape[0] > 1 && is_gemm_dtype(w->dtype);
     }
+    txc_status qs;
+    if (!fast && txc_quant_linear_group(n, outs, args, attrs, &qs)) /* quantized weights (ops/quant_dot.c) */
+        return qs;
     if (!fast) {
         for (int i = 0; i < n; i++) {
             txc_status s = cpu_linear(outs[i], args[i], (attrs[i]->flags & TXC_ATTR_NO_BIAS) ? 2 : 3, attrs[i]);

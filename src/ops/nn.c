@@ -4,6 +4,7 @@
  * (index_copy_ writes into self, contiguous, touching only the indexed
  * slices). */
 #include "ops/kernels.h"
+#include "ops/quant_impl.h"
 
 #include <math.h>
 #include <string.h>
@@ -67,7 +68,11 @@ static txc_status infer_embedding(txc_tensor *const *in, int n_in, const txc_op_
                          txc_dtype_name(ids->dtype));
     if (ids->ndim + 1 > TXC_MAX_DIMS)
         return txc_error(TXC_ERR_INVALID, "aten::embedding: result would have more than %d dims", TXC_MAX_DIMS);
-    m->dtype = w->dtype;
+    /* a quantized table (GGUF): its rows dequantized to float32 (ggml_get_rows) */
+    m->dtype = txc_dtype_is_quantized(w->dtype) ? TXC_F32 : w->dtype;
+    if (txc_dtype_is_quantized(w->dtype) && (w->strides[1] != 1 || w->strides[0] != w->shape[1]))
+        return txc_error(TXC_ERR_UNSUPPORTED, "aten::embedding: a %s table must be contiguous rows",
+                         txc_dtype_name(w->dtype));
     m->ndim = ids->ndim + 1;
     memcpy(m->shape, ids->shape, sizeof(int64_t) * (size_t)ids->ndim);
     m->shape[ids->ndim] = w->shape[1];
@@ -89,8 +94,11 @@ static txc_status cpu_embedding(txc_tensor *out, txc_tensor *const *in, int n_in
         if (id < 0 || id >= rows)
             return txc_error(TXC_ERR_INVALID, "aten::embedding: id %lld out of range for a table of %lld rows",
                              (long long)id, (long long)rows);
-        txc_ops_convert(w->dtype, wp + (size_t)(id * w->strides[0]) * es, w->strides[1] * (int64_t)es, w->dtype,
-                        op + (size_t)(i * D) * es, (int64_t)es, D);
+        if (txc_dtype_is_quantized(w->dtype))
+            txc_quant_rows(w->dtype, wp, D, id, (float *)op + i * D);
+        else
+            txc_ops_convert(w->dtype, wp + (size_t)(id * w->strides[0]) * es, w->strides[1] * (int64_t)es, w->dtype,
+                            op + (size_t)(i * D) * es, (int64_t)es, D);
         txc_kern_next_index(idx, ids->ndim, ids->shape);
     }
     return TXC_OK;

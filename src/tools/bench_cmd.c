@@ -51,6 +51,7 @@
  * stderr).
  */
 #include "tools/bench_cmd.h"
+#include "txc/gguf.h"
 #include "tools/cli.h"
 #include "ops/kernels.h"
 #include "tools/peak.h"
@@ -430,7 +431,8 @@ static double decode_bytes(const txc_model *m, const bench_mode *mode, int64_t n
     double w = 0;
     for (int i = 0; i < txc_model_num_parameters(m); i++) {
         const txc_tensor *t = txc_model_parameter(m, i);
-        double b = (double)txc_tensor_numel(t) * (double)txc_dtype_size(txc_tensor_dtype(t));
+        size_t nb = 0; /* (a quantized weight: its blocks' bytes) */
+        double b = txc_dtype_nbytes(txc_tensor_dtype(t), txc_tensor_numel(t), &nb) ? (double)nb : 0.0;
         const char *name = txc_model_parameter_name(m, i);
         bool embed = is_embedding(name);
         if (embed && (!c->tie_word_embeddings || strstr(name, "wpe")) && txc_tensor_ndim(t) == 2)
@@ -1122,9 +1124,9 @@ int txc_cmd_bench(int argc, char **argv)
 
     /* The counts against the model's positions before anything is sized by
      * them (a --prompt-tokens prompt is N ids, the caches hold the prompt
-     * and the new tokens): config.json alone says. */
+     * and the new tokens): config.json (or the GGUF metadata) alone says. */
     txc_hf_config pre;
-    if ((synthetic ? txc_synthetic_config(synthetic, &pre) : txc_hf_config_load(model_dir, &pre)) != TXC_OK)
+    if ((synthetic ? txc_synthetic_config(synthetic, &pre) : txc_model_config_load(model_dir, &pre)) != TXC_OK)
         return txc_cli_fail_in(synthetic ? synthetic : model_dir);
     const bool exact = prompt_tokens > 0 || synthetic; /* a text prompt's length is known after tokenizing */
     const int64_t min_need = (prompt_tokens > 0 ? prompt_tokens : synthetic ? 8 : 1) + new_tokens;

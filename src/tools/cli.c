@@ -1,5 +1,6 @@
 /* What the txc subcommands share; see tools/cli.h. */
 #include "tools/cli.h"
+#include "txc/gguf.h"
 #include "txc/status.h"
 #include "txc/threads.h"
 
@@ -47,14 +48,18 @@ bool txc_cli_is_gguf(const char *path)
 void txc_cli_model_not_folder(const char *path)
 {
     struct stat st;
+    const bool by_name = txc_gguf_is_path(path);
     if (stat(path, &st) != 0)
-        fprintf(stderr, "txc: model folder %s does not exist\n", path);
+        fprintf(stderr, "txc: model %s %s does not exist\n", by_name ? "file" : "folder", path);
+    else if (by_name)
+        fprintf(stderr, "txc: --model %s is a %s, not a GGUF file\n", path,
+                S_ISDIR(st.st_mode) ? "folder" : "special file");
     else if (S_ISREG(st.st_mode) && txc_cli_is_gguf(path))
-        fprintf(stderr, "txc: %s is a GGUF file: GGUF is not supported yet (--model takes a Hugging Face model "
-                        "folder: config.json, model.safetensors, tokenizer.json)\n", path);
+        fprintf(stderr, "txc: %s is a GGUF file, but its name does not end in .gguf (txc tells a GGUF file by its "
+                        "name: rename it or link it as NAME.gguf)\n", path);
     else
         fprintf(stderr, "txc: --model %s is a %s, not a model folder (a Hugging Face model folder holds "
-                        "config.json, model.safetensors, tokenizer.json)\n", path,
+                        "config.json, model.safetensors, tokenizer.json; or a .gguf file)\n", path,
                 S_ISREG(st.st_mode) ? "file" : "special file");
 }
 
@@ -65,7 +70,8 @@ const char *txc_cli_model_dir(const char *given)
     if (!dir)
         fprintf(stderr, "txc: no model given: pass --model DIR (a Hugging Face model folder) or set TXC_MODEL; "
                         "the default %s was not found\n", DEFAULT_MODEL_REL);
-    else if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    else if (txc_gguf_is_path(dir) ? stat(dir, &st) != 0 || !S_ISREG(st.st_mode)
+                                   : stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         txc_cli_model_not_folder(dir);
     else
         return dir;

@@ -24,12 +24,14 @@ double txc_cli_now_ms(void);
  * NULL. */
 const char *txc_cli_default_model(void);
 /* `given` (--model), else the default; NULL (one line on stderr) when there
- * is none or it is not a folder (txc_cli_model_not_folder's line). */
+ * is none, or it is neither a folder nor a regular file named *.gguf
+ * (txc_cli_model_not_folder's line). */
 const char *txc_cli_model_dir(const char *given);
-/* The one line on stderr for a --model PATH that is not a folder: it does
- * not exist; it is a GGUF file (llama.cpp's format: not supported yet); it
- * is a file (or a special file), not a model folder. The one place that
- * says what a model file is: readers of other formats change it. */
+/* The one line on stderr for a --model PATH that is not a model: it does
+ * not exist; a *.gguf name that is a folder or special file; a GGUF file
+ * (by its magic) whose name does not end in .gguf (models tell GGUF by the
+ * name, txc_gguf_is_path); any other file, not a model folder. The one
+ * place that says what a model path is. */
 void txc_cli_model_not_folder(const char *path);
 /* Whether `path` names a GGUF file: a ".gguf" name or the "GGUF" magic. */
 bool txc_cli_is_gguf(const char *path);

@@ -8,6 +8,7 @@
  *                [--compile-cache DIR | --no-compile-cache]
  *   txc chat [--model DIR] [--system TEXT] ...   (tools/chat_cmd.c)
  *   txc bench ..., txc tokenize ...              (tools/bench_cmd.c, tokenize_cmd.c)
+ *   txc quantize DIR OUT.gguf --type T           (tools/quantize_cmd.c)
  *
  * Exit status: 0 on success, 2 on any error (one line on stderr).
  */
@@ -18,6 +19,8 @@
 #include "tools/bench_cmd.h"
 #include "tools/chat_cmd.h"
 #include "tools/cli.h"
+#include "tools/inspect_cmd.h"
+#include "tools/quantize_cmd.h"
 #include "tools/tokenize_cmd.h"
 
 #include <getopt.h>
@@ -361,6 +364,8 @@ static void usage(FILE *f)
                "  chat       a conversation with a chat model (its chat template; KV cache kept)\n"
                "  bench      the article's table: each cache mode, eager and compiled, timed\n"
                "  tokenize   text to token ids and pieces (--decode: ids to text; --bench: speed)\n"
+               "  inspect    a GGUF file's metadata and tensors, or a model folder's (gguf-dump)\n"
+               "  quantize   a Hugging Face model folder to a GGUF file with quantized weights\n"
                "run 'txc <command> --help' for its options; 'txc --version' for the version\n");
 }
 
@@ -390,7 +395,7 @@ int main(int argc, char **argv)
     if (!env_ok())
         return EXIT_ERROR;
     if (argc < 2) {
-        fprintf(stderr, "txc: no command given (commands: generate, chat, bench, tokenize; see txc --help)\n");
+        fprintf(stderr, "txc: no command given (commands: generate, chat, bench, tokenize, inspect, quantize; see txc --help)\n");
         return EXIT_ERROR;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -407,6 +412,10 @@ int main(int argc, char **argv)
         return txc_cmd_chat(argc - 1, argv + 1);
     if (strcmp(argv[1], "tokenize") == 0)
         return txc_cmd_tokenize(argc - 1, argv + 1);
+    if (strcmp(argv[1], "inspect") == 0)
+        return txc_cmd_inspect(argc - 1, argv + 1);
+    if (strcmp(argv[1], "quantize") == 0)
+        return txc_cmd_quantize(argc - 1, argv + 1);
     if (strcmp(argv[1], "bench") == 0) {
         int rc = txc_cmd_bench(argc - 1, argv + 1);
         if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout))) { /* (a full disk, a closed pipe) */
@@ -415,6 +424,6 @@ int main(int argc, char **argv)
         }
         return rc;
     }
-    fprintf(stderr, "txc: unknown command '%s' (commands: generate, chat, bench, tokenize; see txc --help)\n", argv[1]);
+    fprintf(stderr, "txc: unknown command '%s' (commands: generate, chat, bench, tokenize, inspect, quantize; see txc --help)\n", argv[1]);
     return EXIT_ERROR;
 }

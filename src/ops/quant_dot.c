@@ -1,0 +1,368 @@
+/* Quantized linear and embedding: activation quantization, the portable dot
+ * kernels, and the GEMV/GEMM driver (see ops/quant_impl.h for the method
+ * and its error bound). */
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "core/impl.h"
+#include "ops/kernels.h"
+#include "ops/quant_impl.h"
+#include "txc/quant.h"
+#include "txc/threads.h"
+
+/* ---- activations ------------------------------------------------------------------ */
+
+size_t txc_qact_row_bytes(int64_t K)
+{
+    size_t nb = (size_t)(K / 32);
+    return ((nb * 8 + (size_t)K) + 31) & ~(size_t)31;
+}
+
+txc_qact txc_qact_view(const void *buf, int64_t K)
+{
+    size_t nb = (size_t)(K / 32);
+    const char *p = buf;
+    return (txc_qact){(const float *)p, (const float *)p + nb, (const int8_t *)(p + nb * 8)};
+}
+
+txc_qact txc_qact_quantize(const float *x, int64_t K, void *buf)
+{
+    int64_t nb = K / 32;
+    float *d = buf, *s = d + nb;
+    int8_t *qs = (int8_t *)(s + nb);
+    for (int64_t b = 0; b < nb; b++) {
+        const float *xb = x + b * 32;
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++) {
+            float a = fabsf(xb[j]);
+            amax = amax > a ? amax : a;
+        }
+        float db = amax / 127, id = db != 0.0f ? 1.0f / db : 0.0f;
+        int sum = 0;
+        for (int j = 0; j < 32; j++) {
+            float r = roundf(xb[j] * id); /* |r| <= 127; clamped (and NaN made 0) before the cast */
+            int q = r >= 127.0f ? 127 : r <= -127.0f ? -127 : r == r ? (int)r : 0;
+            qs[b * 32 + j] = (int8_t)q;
+            sum += q;
+        }
+        d[b] = db;
+        s[b] = db * (float)sum;
+    }
+    return txc_qact_view(buf, K);
+}
+
+/* ---- portable dot kernels ----------------------------------------------------------
+ * Per 32-element block of a weight row: integer weights q[32], a float
+ * scale dw and (types with a min) mw, so that w = dw*q + mw (Q6_K: the
+ * 16-element scales folded into the integers, dw = d). */
+
+typedef struct wblock {
+    int16_t q[32];
+    float dw, mw;
+} wblock;
+
+static void unpack(txc_dtype dt, const uint8_t *row, int64_t b, wblock *o)
+{
+    uint16_t h;
+    switch (dt) {
+    case TXC_Q8_0: {
+        const uint8_t *p = row + b * 34;
+        memcpy(&h, p, 2);
+        o->dw = txc_f16_to_f32(h), o->mw = 0;
+        for (int j = 0; j < 32; j++)
+            o->q[j] = (int8_t)p[2 + j];
+        break;
+    }
+    case TXC_Q4_0: case TXC_Q4_1: {
+        bool m = dt == TXC_Q4_1;
+        const uint8_t *p = row + b * (m ? 20 : 18), *q = p + (m ? 4 : 2);
+        memcpy(&h, p, 2);
+        o->dw = txc_f16_to_f32(h);
+        memcpy(&h, p + 2, 2);
+        o->mw = m ? txc_f16_to_f32(h) : 0;
+        for (int j = 0; j < 16; j++) {
+            o->q[j] = (int16_t)((q[j] & 15) - (m ? 0 : 8));
+            o->q[j + 16] = (int16_t)((q[j] >> 4) - (m ? 0 : 8));
+        }
+        break;
+    }
+    case TXC_Q5_0: case TXC_Q5_1: {
+        bool m = dt == TXC_Q5_1;
+        const uint8_t *p = row + b * (m ? 24 : 22), *q = p + (m ? 8 : 6);
+        uint32_t qh;
+        memcpy(&h, p, 2);
+        o->dw = txc_f16_to_f32(h);
+        memcpy(&h, p + 2, 2);
+        o->mw = m ? txc_f16_to_f32(h) : 0;
+        memcpy(&qh, p + (m ? 4 : 2), 4);
+        for (int j = 0; j < 16; j++) {
+            int x0 = (q[j] & 15) | (int)(((qh >> j) & 1) << 4), x1 = (q[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
+            o->q[j] = (int16_t)(x0 - (m ? 0 : 16));
+            o->q[j + 16] = (int16_t)(x1 - (m ? 0 : 16));
+        }
+        break;
+    }
+    case TXC_Q4_K: case TXC_Q5_K: {
+        bool five = dt == TXC_Q5_K;
+        const uint8_t *p = row + (b / 8) * (five ? 176 : 144);
+        int sub = (int)(b % 8); /* sub-block: 64-element group sub/2, low or high nibbles */
+        uint16_t hd, hm;
+        memcpy(&hd, p, 2);
+        memcpy(&hm, p + 2, 2);
+        uint8_t sc, mn;
+        txc_quant_scale_min_k4(sub, p + 4, &sc, &mn);
+        o->dw = txc_f16_to_f32(hd) * sc;
+        o->mw = -(txc_f16_to_f32(hm) * mn);
+        const uint8_t *ql = p + (five ? 48 : 16) + (sub / 2) * 32, *qh = p + 16;
+        for (int j = 0; j < 32; j++) {
+            int v = sub & 1 ? ql[j] >> 4 : ql[j] & 15;
+            if (five)
+                v += (qh[j] >> sub) & 1 ? 16 : 0;
+            o->q[j] = (int16_t)v;
+        }
+        break;
+    }
+    case TXC_Q6_K: {
+        const uint8_t *p = row + (b / 8) * 210;
+        int sub = (int)(b % 8), half = sub / 4, k = sub % 4; /* 128-element half, quarter k */
+        const uint8_t *ql = p + half * 64, *qh = p + 128 + half * 32;
+        const int8_t *sc = (const int8_t *)(p + 192) + half * 8;
+        memcpy(&h, p + 208, 2);
+        o->dw = txc_f16_to_f32(h), o->mw = 0;
+        for (int l = 0; l < 32; l++) {
+            int lo = k & 1 ? ql[l + 32] : ql[l];
+            lo = k >= 2 ? lo >> 4 : lo & 15;
+            int v = (lo | (((qh[l] >> (2 * k)) & 3) << 4)) - 32;
+            o->q[l] = (int16_t)(v * sc[l / 16 + 2 * k]);
+        }
+        break;
+    }
+    default: memset(o, 0, sizeof *o); break;
+    }
+}
+
+void txc_qdot_ref(txc_dtype dt, const uint8_t *w, size_t row_bytes, int64_t n, int64_t K, const txc_qact *a, int m,
+                  float *y, int64_t ldy)
+{
+    int64_t nb = K / 32;
+    for (int64_t j = 0; j < n; j++) {
+        const uint8_t *row = w + (size_t)j * row_bytes;
+        float acc[TXC_QDOT_M] = {0}, accm[TXC_QDOT_M] = {0};
+        for (int64_t b = 0; b < nb; b++) {
+            wblock wb;
+            unpack(dt, row, b, &wb);
+            for (int r = 0; r < m; r++) {
+                const int8_t *qa = a[r].qs + b * 32;
+                int32_t isum = 0;
+                for (int k = 0; k < 32; k++)
+                    isum += wb.q[k] * qa[k];
+                acc[r] += (wb.dw * a[r].d[b]) * (float)isum;
+                accm[r] += wb.mw * a[r].s[b];
+            }
+        }
+        for (int r = 0; r < m; r++)
+            y[r * ldy + j] = acc[r] + accm[r];
+    }
+}
+
+/* ---- the driver ---------------------------------------------------------------------- */
+
+/* Weight rows per block of the GEMM (their bytes stay in L1/L2 while every
+ * activation tile passes over them). */
+#define QGEMM_NB 16
+/* Row chunks per thread of a parallel GEMV (taken on demand). */
+#define QGEMV_CHUNKS 8
+/* Below this many multiply-adds the product runs on the calling thread. */
+#define QPAR_MIN_MACS (64 * 1024)
+
+typedef struct qjob {
+    txc_dtype dt;
+    txc_qdot_fn fn;
+    int64_t M, N, K, chunk;
+    const uint8_t *W;
+    size_t row_bytes;
+    const char *qa;
+    size_t qa_bytes;
+    float *C;
+    int64_t ldc;
+} qjob;
+
+static void qjob_rows(const qjob *j, int64_t n0, int64_t n1)
+{
+    for (int64_t jb = n0; jb < n1; jb += QGEMM_NB) {
+        int64_t nb = n1 - jb < QGEMM_NB ? n1 - jb : QGEMM_NB;
+        for (int64_t i = 0; i < j->M; i += TXC_QDOT_M) {
+            int m = j->M - i < TXC_QDOT_M ? (int)(j->M - i) : TXC_QDOT_M;
+            txc_qact a[TXC_QDOT_M];
+            for (int r = 0; r < m; r++)
+                a[r] = txc_qact_view(j->qa + (size_t)(i + r) * j->qa_bytes, j->K);
+            j->fn(j->dt, j->W + (size_t)jb * j->row_bytes, j->row_bytes, nb, j->K, a, m, j->C + i * j->ldc + jb,
+                  j->ldc);
+        }
+    }
+}
+
+static void qjob_task(void *ctx, int64_t t)
+{
+    const qjob *j = ctx;
+    int64_t n0 = t * j->chunk, n1 = n0 + j->chunk < j->N ? n0 + j->chunk : j->N;
+    if (n0 < n1)
+        qjob_rows(j, n0, n1);
+}
+
+static pthread_once_t exit_hook_once = PTHREAD_ONCE_INIT;
+static void set_exit_hook(void) { txc_threads_set_worker_exit(txc_scratch_free_all); }
+
+static txc_qdot_fn pick(txc_dtype dt)
+{
+#if TXC_HAVE_X86
+    if (txc_kern_simd_level() >= 1) {
+        txc_qdot_fn f = txc_qdot_avx2_for(dt);
+        if (f)
+            return f;
+    }
+#endif
+    return txc_qdot_ref;
+}
+
+txc_status txc_quant_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *W,
+                          txc_dtype dt, float *C, int64_t ldc)
+{
+    if (M <= 0 || N <= 0)
+        return TXC_OK;
+    if (K % txc_dtype_block_size(dt) != 0 || K <= 0)
+        return txc_error(TXC_ERR_INVALID, "aten::linear: in_features %lld is not a multiple of %s's block of %lld",
+                         (long long)K, txc_dtype_name(dt), (long long)txc_dtype_block_size(dt));
+    size_t qb = txc_qact_row_bytes(K);
+    char *qa = txc_scratch(qb * (size_t)M, TXC_SCRATCH_GEMM_B);
+    if (!qa)
+        return txc_error(TXC_ERR_NOMEM, "aten::linear: out of memory (quantized activations)");
+    for (int64_t i = 0; i < M; i++)
+        txc_qact_quantize(A + i * lda, K, qa + (size_t)i * qb);
+    qjob j = {dt, pick(dt), M, N, K, N, W, txc_dtype_row_bytes(dt, K), qa, qb, C, ldc};
+    int threads = txc_threads_get();
+    double macs = (double)M * (double)N * (double)K;
+    if (threads > 1 && macs >= QPAR_MIN_MACS && N >= 2 * QGEMM_NB) {
+        /* chunks of whole row blocks, taken on demand (the GEMV streams the
+         * weight once; a core that shares its time does less of it) */
+        int64_t per = M == 1 ? threads * QGEMV_CHUNKS : threads * 2;
+        int64_t chunk = (N + per - 1) / per;
+        j.chunk = (chunk + QGEMM_NB - 1) / QGEMM_NB * QGEMM_NB;
+        pthread_once(&exit_hook_once, set_exit_hook);
+        txc_parallel_for_dynamic((N + j.chunk - 1) / j.chunk, qjob_task, &j);
+        return TXC_OK;
+    }
+    qjob_rows(&j, 0, N);
+    return TXC_OK;
+}
+
+txc_status txc_quant_rows(txc_dtype dt, const void *W, int64_t K, int64_t row, float *dst)
+{
+    size_t rb = txc_dtype_row_bytes(dt, K);
+    return txc_quant_dequantize(dt, (const uint8_t *)W + (size_t)row * rb, dst, K);
+}
+
+/* ---- grouped GEMV: sibling projections of one row (q/k/v, gate/up) as one
+ * parallel job over their rows laid end to end; each row's result is the
+ * one txc_quant_gemm gives (the same kernel on the same activation row) -- */
+
+typedef struct qgroup_job {
+    int n;
+    txc_qgemv_part parts[TXC_QGEMV_GROUP_MAX];
+    int64_t start[TXC_QGEMV_GROUP_MAX + 1];
+    int64_t K, chunk;
+    const char *qa;
+} qgroup_job;
+
+static void qgroup_task(void *ctx, int64_t t)
+{
+    const qgroup_job *j = ctx;
+    int64_t r0 = t * j->chunk, r1 = r0 + j->chunk;
+    txc_qact a = txc_qact_view(j->qa, j->K);
+    for (int i = 0; i < j->n; i++) {
+        int64_t lo = r0 > j->start[i] ? r0 : j->start[i];
+        int64_t hi = r1 < j->start[i + 1] ? r1 : j->start[i + 1];
+        if (lo >= hi)
+            continue;
+        const txc_qgemv_part *p = &j->parts[i];
+        size_t rb = txc_dtype_row_bytes(p->dt, j->K);
+        int64_t row = lo - j->start[i];
+        pick(p->dt)(p->dt, (const uint8_t *)p->W + (size_t)row * rb, rb, hi - lo, j->K, &a, 1, p->C + row, 0);
+    }
+}
+
+txc_status txc_quant_gemv_group(int n, const txc_qgemv_part *parts, int64_t K, const float *A)
+{
+    int threads = txc_threads_get();
+    if (n > TXC_QGEMV_GROUP_MAX || threads <= 1) {
+        for (int i = 0; i < n; i++) {
+            txc_status s = txc_quant_gemm(1, parts[i].N, K, A, K, parts[i].W, parts[i].dt, parts[i].C, parts[i].N);
+            if (s != TXC_OK)
+                return s;
+        }
+        return TXC_OK;
+    }
+    for (int i = 0; i < n; i++)
+        if (K <= 0 || K % txc_dtype_block_size(parts[i].dt) != 0)
+            return txc_error(TXC_ERR_INVALID, "aten::linear: in_features %lld is not a multiple of %s's block",
+                             (long long)K, txc_dtype_name(parts[i].dt));
+    char *qa = txc_scratch(txc_qact_row_bytes(K), TXC_SCRATCH_GEMM_B);
+    if (!qa)
+        return txc_error(TXC_ERR_NOMEM, "aten::linear: out of memory (quantized activations)");
+    txc_qact_quantize(A, K, qa);
+    qgroup_job j = {.n = n, .K = K, .qa = qa};
+    int64_t rows = 0;
+    for (int i = 0; i < n; i++) {
+        j.parts[i] = parts[i];
+        j.start[i] = rows;
+        rows += parts[i].N;
+    }
+    j.start[n] = rows;
+    int64_t chunk = (rows + threads * QGEMV_CHUNKS - 1) / (threads * QGEMV_CHUNKS);
+    j.chunk = chunk < 16 ? 16 : chunk;
+    pthread_once(&exit_hook_once, set_exit_hook);
+    txc_parallel_for_dynamic((rows + j.chunk - 1) / j.chunk, qgroup_task, &j);
+    return TXC_OK;
+}
+
+bool txc_quant_linear_group(int n, txc_tensor *const *outs, txc_tensor *const *const *args,
+                            const txc_op_attrs *const *attrs, txc_status *status)
+{
+    const txc_tensor *x = args[0][0];
+    int64_t K = x->ndim > 0 ? x->shape[x->ndim - 1] : 0;
+    if (n < 2 || n > TXC_QGEMV_GROUP_MAX || x->dtype != TXC_F32 || x->numel != K || K <= 0 ||
+        !txc_tensor_is_contiguous(x))
+        return false;
+    txc_qgemv_part parts[TXC_QGEMV_GROUP_MAX];
+    for (int i = 0; i < n; i++) {
+        const txc_tensor *w = args[i][1];
+        if (args[i][0] != x || (attrs[i]->flags & TXC_ATTR_RESIDUAL) || outs[i]->dtype != TXC_F32 ||
+            !txc_tensor_is_contiguous(outs[i]) || !txc_dtype_is_quantized(w->dtype) || w->ndim != 2 ||
+            w->shape[1] != K || w->strides[1] != 1 || w->strides[0] != K)
+            return false;
+        parts[i] = (txc_qgemv_part){txc_impl_data(w), w->dtype, w->shape[0], (float *)txc_impl_data(outs[i])};
+    }
+    *status = txc_quant_gemv_group(n, parts, K, txc_impl_data(x));
+    for (int i = 0; *status == TXC_OK && i < n; i++) {
+        const txc_tensor *b = (attrs[i]->flags & TXC_ATTR_NO_BIAS) ? NULL : args[i][2];
+        if (!b)
+            continue;
+        int64_t N = parts[i].N;
+        float *row = txc_scratch((size_t)N * sizeof(float), TXC_SCRATCH_ROW);
+        if (!row) {
+            *status = txc_error(TXC_ERR_NOMEM, "aten::linear: out of memory (bias)");
+            break;
+        }
+        if (b->ndim == 0 || b->shape[0] == 1) {
+            float v = (float)txc_dtype_load(b->dtype, txc_impl_data(b), 0);
+            for (int64_t j = 0; j < N; j++)
+                row[j] = v;
+        } else {
+            txc_kern_to_f32(b->dtype, txc_impl_data(b), b->strides[0], row, N);
+        }
+        for (int64_t j = 0; j < N; j++)
+            parts[i].C[j] += row[j];
+    }
+    return true;
+}
