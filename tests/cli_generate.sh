@@ -85,22 +85,26 @@ copy_model() { rm -rf "$tmp/m"; mkdir "$tmp/m"; cp "$MODEL"/*.json "$MODEL"/mode
 (cd "$tmp" && mkdir -p nowhere/deeper && cd nowhere/deeper && \
   expect_error "no model anywhere" "TXC_MODEL" env -u TXC_MODEL "$TXC" generate)
 expect_error "missing folder" "does not exist" "$TXC" generate --model "$tmp/no-such-model"
-# --model naming a file: it says so; a GGUF file (by name or by its magic) is not supported yet.
+# --model naming a file: it says so; a *.gguf is read as GGUF (an 8-byte one is truncated); a GGUF file
+# by its magic under another name is told to be named .gguf.
 expect_error "--model a file" "--model $MODEL/config.json is a file, not a model folder" \
   "$TXC" generate --model "$MODEL/config.json"
 printf 'GGUF\3\0\0\0' >"$tmp/model.gguf"
 printf 'GGUF\3\0\0\0' >"$tmp/model.bin"
-expect_error "--model a .gguf file" "$tmp/model.gguf is a GGUF file: GGUF is not supported yet" \
+mkdir -p "$tmp/folder.gguf"
+expect_error "--model a truncated .gguf file" "$tmp/model.gguf: truncated GGUF" \
   "$TXC" generate --model "$tmp/model.gguf"
-expect_error "--model a GGUF file by its magic" "is a GGUF file: GGUF is not supported yet" \
+expect_error "--model a GGUF file by its magic" "is a GGUF file, but its name does not end in .gguf" \
   "$TXC" generate --model "$tmp/model.bin"
-expect_error "chat --model a .gguf file" "is a GGUF file: GGUF is not supported yet" \
-  "$TXC" chat --model "$tmp/model.gguf"
-expect_error "bench --model a .gguf file" "is a GGUF file: GGUF is not supported yet" \
-  "$TXC" bench --model "$tmp/model.gguf"
+expect_error "--model a folder named .gguf" "is a folder, not a GGUF file" \
+  "$TXC" generate --model "$tmp/folder.gguf"
+expect_error "chat --model a truncated .gguf file" "truncated GGUF" "$TXC" chat --model "$tmp/model.gguf"
+expect_error "bench --model a truncated .gguf file" "truncated GGUF" "$TXC" bench --model "$tmp/model.gguf"
 expect_error "bench --model a file" "is a file, not a model folder" "$TXC" bench --model "$MODEL/config.json"
-expect_error "tokenize --model a .gguf file" "is a GGUF file: GGUF is not supported yet" \
+expect_error "tokenize --model a truncated .gguf file" "truncated GGUF" \
   "$TXC" tokenize --model "$tmp/model.gguf" hello
+expect_error "tokenize --model a GGUF by its magic" "its name does not end in .gguf" \
+  "$TXC" tokenize --model "$tmp/model.bin" hello
 expect_error "prompt as long as --max-cache-len" "as many as max_cache_len 5" "$TXC" generate --model "$MODEL" \
   --prompt "Once upon a time" --max-cache-len 5
 expect_error "TXC_THREADS not a number" "TXC_THREADS must be an integer from 1 to 256" env TXC_THREADS=abc "$TXC" generate --model "$MODEL"

@@ -486,16 +486,11 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
             s = txc_safetensors_open(dir, &st);
     }
     if (s == TXC_OK) {
-        /* Each layer has this many tensors at least: a layer count the file
-         * cannot hold is a disagreement, reported before sizing anything by it.
+        /* Each layer has one tensor at least: a layer count the file cannot
+         * hold is a disagreement, reported before sizing anything by it.
          * (Any other shortfall, e.g. llama weights under model_type qwen2
          * with its q/k/v biases, is named by the first missing tensor.) */
-        int per_layer = 0;
-        for (int j = 0; j < m->arch->n_layer; j++)
-            per_layer += m->arch->layer[j].when == WHEN_ALWAYS;
-        if (per_layer < 1)
-            per_layer = 1;
-        if (c->num_hidden_layers > txc_safetensors_count(st) / per_layer + 1)
+        if (c->num_hidden_layers > txc_safetensors_count(st))
             s = txc_error(TXC_ERR_FORMAT, "%s: num_hidden_layers %lld, but %s has only %d tensors", m->cfile,
                           (long long)c->num_hidden_layers, m->wfile, txc_safetensors_count(st));
     }

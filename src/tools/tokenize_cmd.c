@@ -19,6 +19,7 @@
  */
 #include "tools/tokenize_cmd.h"
 #include "tools/cli.h"
+#include "txc/gguf.h"
 
 #include "txc/tokenizer.h"
 
@@ -397,8 +398,9 @@ int txc_cmd_tokenize(int argc, char **argv)
         }
     }
     struct stat sb;
-    if (!rc && (stat(model, &sb) != 0 || (S_ISREG(sb.st_mode) && txc_cli_is_gguf(model)))) {
-        txc_cli_model_not_folder(model); /* (a file is read as a tokenizer.json) */
+    if (!rc && (stat(model, &sb) != 0 || (txc_gguf_is_path(model) ? !S_ISREG(sb.st_mode)
+                                                                  : S_ISREG(sb.st_mode) && txc_cli_is_gguf(model)))) {
+        txc_cli_model_not_folder(model); /* (another file is read as a tokenizer.json) */
         rc = EXIT_ERROR;
     }
     if (rc) {
