@@ -155,11 +155,13 @@ AMX_BLOCK(1, 1)
 /* Rows of A packed per pass: the pack stays within 8 MiB. */
 #define AMX_PACK_BYTES ((size_t)8 << 20)
 
-TXC_AMX bool txc_kern_gemm_nt_amx(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                                  const uint16_t *B, int64_t ldb, float *C, int64_t ldc)
+/* The GEMM itself: compiled for AMX / AVX-512, so that even its prologue (an
+ * ASan build poisons the tile buffer's stack slot with AVX-512 stores) runs
+ * only after txc_kern_gemm_nt_amx has checked the machine. */
+static TXC_AMX __attribute__((noinline)) bool gemm_nt_amx(int64_t M, int64_t N, int64_t K, const float *A,
+                                                           int64_t lda, const uint16_t *B, int64_t ldb, float *C,
+                                                           int64_t ldc)
 {
-    if (M <= 0 || N <= 0 || K <= 0 || K % 32 || !txc_amx_available())
-        return false;
     int64_t mc = (int64_t)(AMX_PACK_BYTES / ((size_t)K * 2)) / 16 * 16;
     if (mc < 32)
         mc = 32;
@@ -226,6 +228,14 @@ TXC_AMX bool txc_kern_gemm_nt_amx(int64_t M, int64_t N, int64_t K, const float *
     }
     _tile_release();
     return true;
+}
+
+bool txc_kern_gemm_nt_amx(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
+                          int64_t ldb, float *C, int64_t ldc)
+{
+    if (M <= 0 || N <= 0 || K <= 0 || K % 32 || !txc_amx_available())
+        return false;
+    return gemm_nt_amx(M, N, K, A, lda, B, ldb, C, ldc);
 }
 
 /* The AMX bf16 peak probe: `iters` rounds of 4 independent TDPBF16PS on
