@@ -63,7 +63,8 @@ S=${XDG_CACHE_HOME:-$HOME/.cache}/txc/models/SmolLM2-135M-Instruct.Q4_1.gguf
 if [ -s "$S" ]; then
   "$TXC" inspect "$S" >"$tmp/o" 2>"$tmp/e" && grep -q "^\* Dumping 272 tensor(s)$" "$tmp/o" &&
     grep -q "| Q4_1 *| *552960 B | blk.0.ffn_down.weight$" "$tmp/o" && ok "SmolLM2: inspect" || bad "SmolLM2 inspect"
-  # SmolLM2's Hugging Face tokenizer: "Hello world, how are you?" -> 19556 905 28 638 359 346 47
+  # tokenizer.ggml.pre smollm (Digits + ByteLevel, SmolLM2's tokenizer.json pipeline) over the
+  # file's merges: a regression check on the real vocabulary (ids as txc gives them)
   "$TXC" tokenize --model "$S" "Hello world, how are you?" >"$tmp/o" 2>"$tmp/e"
   [ "$(cut -f1 "$tmp/o" | tr '\n' ' ')" = "19556 905 28 638 359 346 47 " ] && ok "SmolLM2: tokenize" ||
     bad "SmolLM2 tokenize: $(cut -f1 "$tmp/o" | tr '\n' ' ') $(cat "$tmp/e")"

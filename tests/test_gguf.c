@@ -480,6 +480,7 @@ static const char *stories_dir(void) { return tu_path("%s/models/stories260K", t
 
 /* stories260K (llama, f32) written as convert_hf_to_gguf.py writes it. */
 static const float *extra_rope_freqs; /* a rope_freqs.weight (4 factors) to add, NULL: none */
+static bool no_space_prefix;          /* write tokenizer.ggml.add_space_prefix false */
 
 static gbuf stories_gguf(const char *arch, bool do_permute, float ***owned, int *n_owned)
 {
@@ -502,6 +503,8 @@ static gbuf stories_gguf(const char *arch, bool do_permute, float ***owned, int 
 #undef K
     add_vocab(&f, tu_path("%s/tokenizer.json", stories_dir()), true, NULL, 1);
     kv_u32(&f, "tokenizer.ggml.eos_token_id", 2);
+    if (no_space_prefix)
+        kv_bool(&f, "tokenizer.ggml.add_space_prefix", false);
     kv_str(&f, "tokenizer.chat_template", "{% for m in messages %}{{ bos_token }}{{ m['content'] }}{{ eos_token }}{% endfor %}");
     *owned = calloc(16, sizeof **owned);
     *n_owned = 0;
@@ -684,6 +687,36 @@ static void test_spm_tokenizer(void **state)
     free_owned(owned, n_owned);
 }
 
+/* tokenizer.ggml.add_space_prefix false: no "▁" before the text, none stripped when decoding. */
+static void test_spm_no_space_prefix(void **state)
+{
+    (void)state;
+    float **owned;
+    int n_owned;
+    no_space_prefix = true;
+    gbuf b = stories_gguf("llama", true, &owned, &n_owned);
+    no_space_prefix = false;
+    const char *path = write_tmp("noprefix.gguf", &b);
+    txc_tokenizer *tf = NULL, *tg = NULL;
+    assert_int_equal(txc_tokenizer_load(stories_dir(), &tf), TXC_OK);
+    assert_int_equal(txc_tokenizer_load(path, &tg), TXC_OK);
+    const char *text = "Once upon a time";
+    int32_t *x, *y;
+    size_t nx, ny;
+    assert_int_equal(txc_tokenizer_encode(tf, text, strlen(text), false, &x, &nx), TXC_OK);
+    assert_int_equal(txc_tokenizer_encode(tg, text, strlen(text), false, &y, &ny), TXC_OK);
+    assert_int_equal(strncmp(txc_tokenizer_id_to_token(tf, x[0]), "\xe2\x96\x81", 3), 0); /* "▁Once" ... */
+    assert_int_not_equal(strncmp(txc_tokenizer_id_to_token(tg, y[0]), "\xe2\x96\x81", 3), 0);
+    char *d;
+    assert_int_equal(txc_tokenizer_decode(tg, y, ny, false, &d, NULL), TXC_OK);
+    assert_string_equal(d, text);
+    free(x), free(y), free(d);
+    txc_tokenizer_free(tf);
+    txc_tokenizer_free(tg);
+    free(b.p);
+    free_owned(owned, n_owned);
+}
+
 /* Byte-level BPE: gpt2 (gpt-2), llama3 (llama-bpe), qwen3 (qwen2) written as
  * GGUF vocabularies give the ids of their tokenizer.json. */
 static void test_bpe_tokenizers(void **state)
@@ -789,6 +822,7 @@ int main(void)
         cmocka_unit_test(test_reader_errors),    cmocka_unit_test(test_model_logits_equal),
         cmocka_unit_test(test_spm_tokenizer),    cmocka_unit_test(test_bpe_tokenizers),
         cmocka_unit_test(test_refused),          cmocka_unit_test(test_rope_freqs),
+        cmocka_unit_test(test_spm_no_space_prefix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,7 +8,9 @@
  *       SentencePieceExtractor.extract does (every split of every token into
  *       two tokens, ordered by the token's score, descending, then by the
  *       parts' ids), normalizer Prepend("▁") + Replace(" ", "▁"), decoder
- *       Replace("▁", " ") + ByteFallback + Fuse + Strip(1 leading space);
+ *       Replace("▁", " ") + ByteFallback + Fuse + Strip(1 leading space)
+ *       (no Prepend and no Strip when tokenizer.ggml.add_space_prefix is
+ *       false);
  *   tokenizer.ggml.model "gpt2"   byte-level BPE: tokens and
  *       tokenizer.ggml.merges, the pre-tokenizer of tokenizer.ggml.pre
  *       (llama.cpp's llama-vocab.cpp names mapped to the Hugging Face
@@ -303,8 +305,9 @@ static txc_status build(const txc_gguf *g, cJSON *root)
         unk = -1;
     if (!txc_gguf_get_i64(g, "tokenizer.ggml.bos_token_id", &bos, &bad))
         bos = -1;
-    bool add_bos = spm;
+    bool add_bos = spm, prefix = true;
     txc_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &add_bos, &bad);
+    txc_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &prefix, &bad);
     if (bad)
         return txc_last_status();
     if (unk >= (int64_t)n || bos >= (int64_t)n)
@@ -317,9 +320,11 @@ static txc_status build(const txc_gguf *g, cJSON *root)
         cJSON_AddBoolToObject(m, "byte_fallback", true);
         cJSON *norm = obj_type("Sequence");
         cJSON *list = cJSON_AddArrayToObject(norm, "normalizers");
-        cJSON *prep = obj_type("Prepend");
-        cJSON_AddStringToObject(prep, "prepend", "\xe2\x96\x81");
-        cJSON_AddItemToArray(list, prep);
+        if (prefix) { /* tokenizer.ggml.add_space_prefix (default true): GGUFLlamaConverter's add_prefix_space */
+            cJSON *prep = obj_type("Prepend");
+            cJSON_AddStringToObject(prep, "prepend", "\xe2\x96\x81");
+            cJSON_AddItemToArray(list, prep);
+        }
         cJSON_AddItemToArray(list, replace(" ", "\xe2\x96\x81"));
         cJSON_AddItemToObject(root, "normalizer", norm);
         cJSON_AddNullToObject(root, "pre_tokenizer");
@@ -328,11 +333,13 @@ static txc_status build(const txc_gguf *g, cJSON *root)
         cJSON_AddItemToArray(dl, replace("\xe2\x96\x81", " "));
         cJSON_AddItemToArray(dl, obj_type("ByteFallback"));
         cJSON_AddItemToArray(dl, obj_type("Fuse"));
-        cJSON *strip = obj_type("Strip");
-        cJSON_AddStringToObject(strip, "content", " ");
-        cJSON_AddNumberToObject(strip, "start", 1);
-        cJSON_AddNumberToObject(strip, "stop", 0);
-        cJSON_AddItemToArray(dl, strip);
+        if (prefix) {
+            cJSON *strip = obj_type("Strip");
+            cJSON_AddStringToObject(strip, "content", " ");
+            cJSON_AddNumberToObject(strip, "start", 1);
+            cJSON_AddNumberToObject(strip, "stop", 0);
+            cJSON_AddItemToArray(dl, strip);
+        }
         cJSON_AddItemToObject(root, "decoder", dec);
     } else {
         cJSON_AddBoolToObject(m, "ignore_merges", pre->ignore_merges);

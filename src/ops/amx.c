@@ -159,7 +159,7 @@ AMX_BLOCK(1, 1)
  * (a target("amx-...") function may use AVX-512 anywhere in its body, the
  * prologue included: under ASan, zeroing locals raised SIGILL on AVX2-only
  * CPUs before the check ran). */
-static TXC_AMX bool gemm_nt_amx_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+static TXC_AMX __attribute__((noinline)) bool gemm_nt_amx_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                                     const uint16_t *B, int64_t ldb, float *C, int64_t ldc)
 {
     int64_t mc = (int64_t)(AMX_PACK_BYTES / ((size_t)K * 2)) / 16 * 16;
@@ -238,7 +238,7 @@ bool txc_kern_gemm_nt_amx(int64_t M, int64_t N, int64_t K, const float *A, int64
     return gemm_nt_amx_run(M, N, K, A, lda, B, ldb, C, ldc);
 }
 
-static TXC_AMX double amx_peak_run(int64_t iters)
+static TXC_AMX __attribute__((noinline)) double amx_peak_run(int64_t iters)
 {
     static const uint16_t zeros[512] __attribute__((aligned(64)));
     amx_configure();
