@@ -122,6 +122,10 @@ typedef struct txc_batch_request {
      * the top_logprobs most likely tokens (0..TXC_BATCH_MAX_TOP_LOGPROBS). */
     bool logprobs;
     int top_logprobs;
+    /* When not NULL: room for max_new_tokens * vocab_size floats, receiving
+     * each new token's raw logits row in order (transformers'
+     * generate(output_logits=True); the rows batch invariance is about). */
+    float *logits_out;
     /* Reuse the prefix a free slot holds (llama-server's cache_prompt;
      * txc_batch_default_request sets it true, a zeroed request has it off). */
     bool cache_prompt;
