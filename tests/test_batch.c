@@ -6,6 +6,8 @@
 #include "testutil.h"
 #include "txc/batch.h"
 #include "txc/ops.h"
+#include "txc/threads.h"
+#include "ops/kernels.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,9 +188,60 @@ static void test_arch_invariance(void **state)
     }
 }
 
+/* The row invariance the batch rests on (ops/kernels.h): every row of a
+ * GEMM with 2..TXC_KERN_ROWS_INVARIANT_MAX rows has the bits of that row
+ * alone, for every weight dtype, odd N and K (both tails), 1 and 2 threads,
+ * every SIMD level this machine has. */
+static void test_gemm_row_invariance(void **state)
+{
+    (void)state;
+    static const int64_t Ns[] = {1, 7, 37, 130}, Ks[] = {5, 64, 203};
+    static const txc_dtype dts[] = {TXC_F32, TXC_BF16, TXC_F16};
+    const int M = TXC_KERN_ROWS_INVARIANT_MAX;
+    int saved = txc_threads_get();
+    for (int level = 0; level <= txc_kern_simd_level(); level++)
+        for (int threads = 1; threads <= 2; threads++) {
+            txc_kern_set_simd_level(level);
+            assert_int_equal(txc_threads_set(threads), TXC_OK);
+            for (size_t a = 0; a < 4; a++)
+                for (size_t c = 0; c < 3; c++)
+                    for (size_t d = 0; d < 3; d++) {
+                        int64_t N = Ns[a], K = Ks[c];
+                        float *A = malloc(sizeof(float) * (size_t)(M * K)), *C = malloc(sizeof(float) * (size_t)(M * N));
+                        float *one = malloc(sizeof(float) * (size_t)N), *Bf = malloc(sizeof(float) * (size_t)(N * K));
+                        uint16_t *Bh = malloc(sizeof(uint16_t) * (size_t)(N * K));
+                        assert_true(A && C && one && Bf && Bh);
+                        uint64_t x = 12345;
+                        for (int64_t i = 0; i < M * K; i++) {
+                            x = x * 6364136223846793005ull + 1442695040888963407ull;
+                            A[i] = (float)((int64_t)(x >> 40) - (1 << 23)) / (float)(1 << 20);
+                        }
+                        for (int64_t i = 0; i < N * K; i++) {
+                            x = x * 6364136223846793005ull + 1442695040888963407ull;
+                            Bf[i] = (float)((int64_t)(x >> 40) - (1 << 23)) / (float)(1 << 22);
+                            Bh[i] = dts[d] == TXC_BF16 ? txc_f32_to_bf16(Bf[i]) : txc_f32_to_f16(Bf[i]);
+                        }
+                        const void *B = dts[d] == TXC_F32 ? (const void *)Bf : (const void *)Bh;
+                        for (int m = 2; m <= M; m += m < 8 ? 1 : 5) {
+                            txc_kern_gemm_nt(m, N, K, A, K, B, dts[d], K, C, N);
+                            for (int i = 0; i < m; i++) {
+                                txc_kern_gemm_nt(1, N, K, A + i * K, K, B, dts[d], K, one, N);
+                                if (memcmp(one, C + i * N, sizeof(float) * (size_t)N) != 0)
+                                    fail_msg("simd %d, %d threads, %s, M %d N %lld K %lld: row %d differs from M = 1",
+                                             level, threads, txc_dtype_name(dts[d]), m, (long long)N, (long long)K, i);
+                            }
+                        }
+                        free(A), free(C), free(one), free(Bf), free(Bh);
+                    }
+        }
+    txc_kern_set_simd_level(-1);
+    assert_int_equal(txc_threads_set(saved), TXC_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gemm_row_invariance),
         cmocka_unit_test(test_stories_invariance),
         cmocka_unit_test(test_arch_invariance),
     };
