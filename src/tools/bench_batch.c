@@ -43,7 +43,9 @@ typedef struct batch_row {
 
 /* B requests of the prompt (row r: the prompt with its first id shifted by
  * r, so the rows are distinct sequences), each new_tokens long, no eos;
- * the decode time counts the steps after every row got its first token. */
+ * the decode rows count the steps of the whole batch: after every row got
+ * its first token (prefills are one slot per step) and before the first
+ * row ends. */
 static txc_status run_batch(txc_model *model, int B, const int32_t *prompt, int64_t n_prompt, int64_t new_tokens,
                             int64_t max_cache_len, bool warm, batch_row *row)
 {
@@ -83,11 +85,11 @@ static txc_status run_batch(txc_model *model, int B, const int32_t *prompt, int6
         for (int k = 0; k < n && st == TXC_OK; k++) {
             started += ev[k].n_new == 1;
             finished += ev[k].finish != TXC_BATCH_RUNNING;
-            if (decoding)
-                row->decode_tokens++;
         }
-        if (decoding)
+        if (decoding && n == B) { /* a step of the whole batch: B rows in one decode forward */
+            row->decode_tokens += n;
             t_decode += dt;
+        }
     }
     txc_batch_stats bs = txc_batch_get_stats(b);
     row->B = B;

@@ -13,8 +13,8 @@
 bool txc_bench_parse_batch_list(const char *s, int *sizes, int max, int *n);
 /* For each batch size B: B distinct sequences of the prompt (greedy,
  * new_tokens each, no eos) through a batch of B slots, compiled; prints
- * aggregate decode tok/s (tokens of the steps after every row's first
- * token / their wall time), per-sequence tok/s (aggregate / B) and the
+ * aggregate decode tok/s (tokens of the steps where all B rows decode in
+ * one forward / their wall time; new_tokens must exceed B for any), per-sequence tok/s (aggregate / B) and the
  * ratio to batch 1 (a table, or one JSON object with batch_rows). Returns
  * the exit status (2 after one line on stderr). */
 int txc_bench_batch(txc_model *model, const char *model_name, const int *sizes, int n_sizes, const int32_t *prompt,
