@@ -188,6 +188,168 @@ static void test_arch_invariance(void **state)
     }
 }
 
+/* The API: errors before anything changes, busy slots, cancel, prefix
+ * reuse (the reused request's tokens equal a fresh run's on stories260K's
+ * float32 weights), logprobs, txc_batch_generate over a left-padded batch. */
+static void test_api(void **state)
+{
+    (void)state;
+    txc_model *m = load(stories());
+    const int64_t V = txc_model_config(m)->vocab_size;
+    txc_batch_options o = txc_batch_default_options();
+    o.n_slots = 2;
+    o.max_cache_len = 32;
+    o.prefill_chunk = 4;
+    o.n_slots = 0;
+    assert_null(txc_batch_new(m, &o));
+    assert_non_null(strstr(txc_last_error(), "n_slots"));
+    txc_clear_error();
+    o.n_slots = 2;
+    txc_batch *b = txc_batch_new(m, &o);
+    assert_non_null(b);
+    int32_t ids[40];
+    for (int i = 0; i < 40; i++)
+        ids[i] = 1 + (i * 37) % (int32_t)(V - 1);
+    txc_batch_request q = txc_batch_default_request(m, NULL);
+    q.input_ids = ids;
+    q.gen.max_new_tokens = 5;
+    q.gen.n_eos = 0;
+    int s;
+    txc_batch_event ev[TXC_BATCH_MAX_SLOTS];
+    int n;
+    /* errors */
+    q.n_input = 32;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_ERR_CAPACITY);
+    assert_non_null(strstr(txc_last_error(), "32 tokens"));
+    assert_non_null(strstr(txc_last_error(), "max_cache_len 32"));
+    txc_clear_error();
+    q.n_input = 3;
+    ids[1] = (int32_t)V;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_ERR_INVALID);
+    assert_non_null(strstr(txc_last_error(), "position 1"));
+    txc_clear_error();
+    ids[1] = 5;
+    q.presence_penalty = 3;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_ERR_INVALID);
+    assert_non_null(strstr(txc_last_error(), "presence_penalty"));
+    txc_clear_error();
+    q.presence_penalty = 0;
+    q.gen.do_sample = true;
+    q.gen.top_p = 2;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_ERR_INVALID);
+    assert_non_null(strstr(txc_last_error(), "top_p"));
+    txc_clear_error();
+    q.gen.do_sample = false;
+    q.top_logprobs = 21;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_ERR_INVALID);
+    txc_clear_error();
+    assert_int_equal(txc_batch_busy(b), 0);
+    assert_int_equal(txc_batch_step(b, ev, TXC_BATCH_MAX_SLOTS, &n), TXC_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(txc_batch_step(b, ev, 1, &n), TXC_ERR_INVALID);
+    txc_clear_error();
+    assert_int_equal(txc_batch_cancel(b, 0), TXC_ERR_INVALID);
+    txc_clear_error();
+
+    /* a fresh run of 10 ids (chunks of 4: three prefill steps), with logprobs */
+    q.top_logprobs = 3;
+    q.logprobs = true;
+    q.n_input = 10;
+    q.id = 7;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_OK);
+    assert_int_equal(s, 0);
+    int32_t fresh[5];
+    int got = 0, steps = 0;
+    while (txc_batch_busy(b)) {
+        assert_int_equal(txc_batch_step(b, ev, TXC_BATCH_MAX_SLOTS, &n), TXC_OK);
+        steps++;
+        for (int k = 0; k < n; k++) {
+            assert_int_equal(ev[k].id, 7);
+            assert_true(ev[k].n_top == 3 && ev[k].top_logprobs[0] >= ev[k].top_logprobs[1] &&
+                        ev[k].top_logprobs[1] >= ev[k].top_logprobs[2] && ev[k].logprob <= 0);
+            assert_int_equal(ev[k].top_ids[0], ev[k].token_id); /* greedy: the most likely */
+            assert_true(ev[k].logprob == ev[k].top_logprobs[0]);
+            fresh[got++] = ev[k].token_id;
+            assert_int_equal(ev[k].finish, got == 5 ? TXC_BATCH_LENGTH : TXC_BATCH_RUNNING);
+        }
+    }
+    assert_int_equal(got, 5);
+    assert_int_equal(steps, 3 + 4); /* 3 prefill chunks (the last gives token 1), 4 decodes */
+
+    /* the same prompt again: it takes slot 0 and reuses all but its last id */
+    q.logprobs = false;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_OK);
+    assert_int_equal(s, 0);
+    /* another prompt meanwhile takes slot 1; both full: a third is refused */
+    txc_batch_request q2 = q;
+    int32_t other[6] = {1, 2, 3, 4, 5, 6};
+    q2.input_ids = other;
+    q2.n_input = 6;
+    q2.id = 8;
+    assert_int_equal(txc_batch_add(b, &q2, &s), TXC_OK);
+    assert_int_equal(s, 1);
+    assert_int_equal(txc_batch_add(b, &q2, &s), TXC_ERR_CAPACITY);
+    assert_non_null(strstr(txc_last_error(), "all 2 slots are busy"));
+    txc_clear_error();
+    got = 0;
+    int got8 = 0;
+    while (txc_batch_busy(b)) {
+        assert_int_equal(txc_batch_step(b, ev, TXC_BATCH_MAX_SLOTS, &n), TXC_OK);
+        for (int k = 0; k < n; k++) {
+            if (ev[k].id == 7) {
+                assert_int_equal(ev[k].n_reused, 9);
+                assert_int_equal(ev[k].token_id, fresh[got]);
+                got++;
+            } else if (++got8 == 2) {
+                assert_int_equal(txc_batch_cancel(b, ev[k].slot), TXC_OK); /* free at once */
+                assert_int_equal(txc_batch_busy(b), got == 5 ? 0 : 1);
+            }
+        }
+    }
+    assert_int_equal(got, 5);
+    assert_int_equal(got8, 2);
+    txc_batch_stats st = txc_batch_get_stats(b);
+    assert_int_equal(st.requests, 3);
+    assert_int_equal(st.reused_tokens, 9);
+    assert_int_equal(st.prefill_tokens, 10 + 1 + 6);
+    txc_batch_free(b);
+
+    /* a left-padded batch: each row as that row alone */
+    int32_t grid[3 * 8];
+    uint8_t mask[3 * 8];
+    memset(grid, 0, sizeof grid);
+    memset(mask, 0, sizeof mask);
+    const int lens[3] = {8, 3, 5};
+    for (int r = 0; r < 3; r++)
+        for (int j = 8 - lens[r]; j < 8; j++)
+            grid[r * 8 + j] = ids[r + j], mask[r * 8 + j] = 1;
+    txc_generate_result res[3], one;
+    q.logprobs = false;
+    q.top_logprobs = 0;
+    o.n_slots = 2;
+    assert_int_equal(txc_batch_generate(m, &o, 3, 8, grid, mask, &q, res), TXC_OK);
+    for (int r = 0; r < 3; r++) {
+        assert_int_equal(txc_batch_generate(m, &o, 1, lens[r], grid + r * 8 + 8 - lens[r], NULL, &q, &one), TXC_OK);
+        assert_int_equal(res[r].n_new, 5);
+        assert_string_equal(res[r].stop_reason, "max_new_tokens");
+        assert_memory_equal(res[r].new_ids, one.new_ids, sizeof(int32_t) * 5);
+        txc_generate_result_free(&res[r]);
+        txc_generate_result_free(&one);
+    }
+    mask[1 * 8 + 6] = 0; /* a hole: not left padding */
+    assert_int_equal(txc_batch_generate(m, &o, 3, 8, grid, mask, &q, res), TXC_ERR_INVALID);
+    assert_non_null(strstr(txc_last_error(), "row 1"));
+    txc_clear_error();
+    txc_model_free(m);
+
+    /* dynamic NTK RoPE is refused (rows would depend on each other) */
+    m = load(tu_path("%s/tests/fixtures/arch/llama_dynamic", tu_source_dir()));
+    assert_null(txc_batch_new(m, NULL));
+    assert_int_equal(txc_last_status(), TXC_ERR_UNSUPPORTED);
+    txc_clear_error();
+    txc_model_free(m);
+}
+
 /* The row invariance the batch rests on (ops/kernels.h): every row of a
  * GEMM with 2..TXC_KERN_ROWS_INVARIANT_MAX rows has the bits of that row
  * alone, for every weight dtype, odd N and K (both tails), 1 and 2 threads,
@@ -241,6 +403,7 @@ static void test_gemm_row_invariance(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_api),
         cmocka_unit_test(test_gemm_row_invariance),
         cmocka_unit_test(test_stories_invariance),
         cmocka_unit_test(test_arch_invariance),
