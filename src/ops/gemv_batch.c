@@ -66,9 +66,15 @@ TXC_INLINE_AVX2 float rows_hsum8x4(__m256 v)
     return _mm_cvtss_f32(_mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
 }
 
+/* Prefetch distance of the weight stream, bytes ahead of the read (the
+ * first 4 rows of A only: the others read B from L1). */
+#ifndef ROWS_PREFETCH
+#define ROWS_PREFETCH 4096
+#endif
+
 /* MR rows of A x NR rows of B (MR <= 4, NR <= 2; constants after inlining);
  * columns j0.. of the whole C, those >= n4 reduced as 1-column tiles. */
-TXC_INLINE_AVX2 void rows_tile(const int MR, const int NR, const int DT, int64_t K, const float *A, int64_t lda,
+TXC_INLINE_AVX2 void rows_tile(const int PF, const int MR, const int NR, const int DT, int64_t K, const float *A, int64_t lda,
                                const char *B, int64_t ldb, float *C, int64_t ldc, int64_t j0, int64_t n4)
 {
     const size_t es = DT == TXC_F32 ? 4 : 2;
@@ -82,8 +88,11 @@ TXC_INLINE_AVX2 void rows_tile(const int MR, const int NR, const int DT, int64_t
     int64_t k = 0;
     for (; k + 8 <= K; k += 8) {
         __m256 bv[2];
-        for (int j = 0; j < NR; j++)
+        for (int j = 0; j < NR; j++) {
+            if (PF)
+                _mm_prefetch(b[j] + (size_t)k * es + ROWS_PREFETCH, _MM_HINT_T0);
             bv[j] = rows_ld8(b[j] + (size_t)k * es, DT);
+        }
         for (int i = 0; i < MR; i++) {
             __m256 a = _mm256_loadu_ps(A + i * lda + k);
             for (int j = 0; j < NR; j++)
@@ -107,11 +116,11 @@ TXC_INLINE_AVX2 void rows_tile(const int MR, const int NR, const int DT, int64_t
     do {                                                                                                      \
         int64_t i = 0;                                                                                        \
         for (; i + 4 <= M; i += 4)                                                                            \
-            rows_tile(4, NR, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc, j, n4);                   \
+            rows_tile(i == 0, 4, NR, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc, j, n4);                   \
         switch (M - i) {                                                                                      \
-        case 3: rows_tile(3, NR, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc, j, n4); break;        \
-        case 2: rows_tile(2, NR, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc, j, n4); break;        \
-        case 1: rows_tile(1, NR, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc, j, n4); break;        \
+        case 3: rows_tile(i == 0, 3, NR, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc, j, n4); break;        \
+        case 2: rows_tile(i == 0, 2, NR, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc, j, n4); break;        \
+        case 1: rows_tile(i == 0, 1, NR, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc, j, n4); break;        \
         default: break;                                                                                       \
         }                                                                                                     \
     } while (0)
