@@ -350,6 +350,47 @@ static void test_api(void **state)
     txc_model_free(m);
 }
 
+/* Requests coming and going do not recompile: after a first wave has made
+ * the plans (prefill buckets, decode row counts), a second wave of other
+ * prompts with other lengths in another order compiles nothing. */
+static void test_no_recompile(void **state)
+{
+    (void)state;
+    txc_model *m = load(stories());
+    txc_batch_options o = txc_batch_default_options();
+    o.n_slots = 4;
+    o.max_cache_len = 48;
+    o.prefill_chunk = 8;
+    txc_batch *b = txc_batch_new(m, &o);
+    assert_non_null(b);
+    int32_t ids[N_REQ][64];
+    txc_batch_event ev[TXC_BATCH_MAX_SLOTS];
+    int64_t after_first = 0;
+    for (int wave = 0; wave < 2; wave++) {
+        static const int order[2][N_REQ] = {{0, 1, 2, 3, 4}, {3, 0, 4, 2, 1}};
+        int next = 0, done = 0, n;
+        while (done < N_REQ) {
+            while (next < N_REQ && txc_batch_busy(b) < o.n_slots) {
+                int r = order[wave][next++], s;
+                txc_batch_request q = request(m, r, true, ids[r], NULL);
+                q.gen.max_new_tokens = wave ? 12 - 2 * r : 4 + 3 * r;
+                q.gen.seed += (uint64_t)wave;
+                ids[r][0] = (int32_t)(ids[r][0] + wave) % (int32_t)txc_model_config(m)->vocab_size;
+                assert_int_equal(txc_batch_add(b, &q, &s), TXC_OK);
+            }
+            assert_int_equal(txc_batch_step(b, ev, TXC_BATCH_MAX_SLOTS, &n), TXC_OK);
+            for (int k = 0; k < n; k++)
+                done += ev[k].finish != TXC_BATCH_RUNNING;
+        }
+        if (wave == 0)
+            after_first = txc_batch_get_stats(b).compilations;
+    }
+    assert_true(after_first > 0);
+    assert_int_equal(txc_batch_get_stats(b).compilations, after_first);
+    txc_batch_free(b);
+    txc_model_free(m);
+}
+
 /* The row invariance the batch rests on (ops/kernels.h): every row of a
  * GEMM with 2..TXC_KERN_ROWS_INVARIANT_MAX rows has the bits of that row
  * alone, for every weight dtype, odd N and K (both tails), 1 and 2 threads,
@@ -404,6 +445,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_api),
+        cmocka_unit_test(test_no_recompile),
         cmocka_unit_test(test_gemm_row_invariance),
         cmocka_unit_test(test_stories_invariance),
         cmocka_unit_test(test_arch_invariance),
