@@ -74,6 +74,11 @@ txc_status txc_kv_cache_crop(txc_kv_cache *cache, int64_t n);
  * that disagree with the cache. */
 txc_status txc_kv_cache_update(txc_kv_cache *cache, int layer, txc_tensor *key, txc_tensor *value,
                                txc_tensor *cache_position, txc_tensor **keys, txc_tensor **values);
+/* The key and value tensors of `layer` as stored (borrowed): a
+ * StaticCache's whole buffers (batch, num_key_value_heads, max_cache_len,
+ * head_dim), a DynamicCache's tokens so far. Errors: TXC_ERR_INVALID for a
+ * layer out of range or an empty DynamicCache layer. */
+txc_status txc_kv_cache_layer(const txc_kv_cache *c, int layer, txc_tensor **keys, txc_tensor **values);
 /* Set the stored-token counter (used by compiled calls, which cannot read
  * cache_position while tracing). */
 void txc_kv_cache_set_seq_length(txc_kv_cache *cache, int64_t n);

@@ -163,7 +163,17 @@ txc_status txc_model_to(txc_model *model, txc_device device);
  *   cache          NULL (attend over this call's tokens only) or a cache
  *                  whose keys/values are updated in place
  *   cache_position int64 (q_len): absolute positions of these tokens,
- *                  consecutive
+ *                  consecutive; or int64 (batch, q_len): each row its own
+ *                  positions (rows at different lengths, txc/batch.h's
+ *                  slots): then cache must be a StaticCache of at least
+ *                  `batch` rows, row b's keys/values go to its row b at
+ *                  cache_position[b], row b attends to that row alone
+ *                  (bounded by its own positions, the one-sequence kernel
+ *                  per row), and position_ids must be NULL (they are
+ *                  cache_position); at most 64 rows. Each row's logits are
+ *                  then the bits of that row run alone (the GEMMs' row
+ *                  invariance, src/ops/kernels.h), except with dynamic NTK
+ *                  RoPE (scaled by the batch's longest row, as transformers)
  *   logits_to_keep 0 = all positions, n = the last n
  * Returns logits float32 (batch, logits_to_keep or q_len, vocab_size) in the
  * env's open scope (call inside txc_env_scope_begin/end), NULL on error. */

@@ -121,6 +121,15 @@ int64_t txc_kv_cache_seq_length(const txc_kv_cache *c) { return c->seq_length; }
 int64_t txc_kv_cache_max_length(const txc_kv_cache *c) { return c->max_cache_len; }
 void txc_kv_cache_set_seq_length(txc_kv_cache *c, int64_t n) { c->seq_length = n; }
 
+txc_status txc_kv_cache_layer(const txc_kv_cache *c, int layer, txc_tensor **keys, txc_tensor **values)
+{
+    if (layer < 0 || layer >= c->num_layers || !c->keys[layer] || !c->values[layer])
+        return txc_error(TXC_ERR_INVALID, "cache: layer %d of %d holds no tensors", layer, c->num_layers);
+    *keys = c->keys[layer];
+    *values = c->values[layer];
+    return TXC_OK;
+}
+
 void txc_kv_cache_reset(txc_kv_cache *c)
 {
     c->seq_length = 0;

@@ -60,8 +60,10 @@ static txc_tensor *gpt2_forward(txc_model *m, txc_tensor *const *params, txc_ten
     int64_t B = txc_tensor_size(input_ids, 0), L = txc_tensor_size(input_ids, 1);
     int64_t H = c->hidden_size, heads = c->num_attention_heads, d = c->head_dim;
     double eps = c->layer_norm_epsilon;
-    if (!position_ids)
-        position_ids = txc_expand(txc_unsqueeze(cache_position, 0), 2, (int64_t[]){B, L});
+    if (!position_ids) /* cache_position (B, L): each row's own positions */
+        position_ids = txc_tensor_ndim(cache_position) == 2
+                           ? cache_position
+                           : txc_expand(txc_unsqueeze(cache_position, 0), 2, (int64_t[]){B, L});
     /* token + position embeddings, float32 activations whatever the weights' dtype */
     txc_tensor *h = txc_add(txc_to_dtype(txc_embedding(W(m->g[G_EMBED]), input_ids), TXC_F32),
                             txc_to_dtype(txc_embedding(W(m->g[G_POS_EMBED]), position_ids), TXC_F32));
@@ -73,12 +75,12 @@ static txc_tensor *gpt2_forward(txc_model *m, txc_tensor *const *params, txc_ten
         txc_tensor *q = txc_model_split_heads(txc_narrow(qkv, -1, 0, H), B, L, heads, d);
         txc_tensor *k = txc_model_split_heads(txc_narrow(qkv, -1, H, H), B, L, heads, d);
         txc_tensor *v = txc_model_split_heads(txc_narrow(qkv, -1, 2 * H, H), B, L, heads, d);
-        if (cache && k && v && txc_kv_cache_update(cache, (int)l, k, v, cache_position, &k, &v) != TXC_OK)
-            return NULL;
         double scale = c->scale_attn_weights ? 1.0 / sqrt((double)d) : 1.0;
         if (c->scale_attn_by_inverse_layer_idx)
             scale /= (double)(l + 1);
-        txc_tensor *attn = txc_model_attention(q, k, v, query_pos, scale, 0, 0);
+        txc_tensor *attn = txc_model_cached_attention(m, cache, (int)l, q, k, v, cache_position, query_pos, scale, 0, 0);
+        if (!attn)
+            return NULL;
         attn = txc_reshape(txc_transpose(attn, 1, 2), 3, (int64_t[]){B, L, H});
         h = txc_add(h, conv1d(m, attn, W(P[L_O]), W(P[L_O_BIAS])));
 

@@ -640,8 +640,10 @@ static txc_tensor *decoder_forward(txc_model *m, txc_tensor *const *params, txc_
     const txc_hf_config *c = &m->config;
     int64_t B = txc_tensor_size(input_ids, 0), L = txc_tensor_size(input_ids, 1);
     int64_t Hq = c->num_attention_heads, Hkv = c->num_key_value_heads, d = c->head_dim, I = c->intermediate_size;
-    if (!position_ids)
-        position_ids = txc_expand(txc_unsqueeze(cache_position, 0), 2, (int64_t[]){B, L});
+    if (!position_ids) /* a batch of rows at their own positions: cache_position (B, L) is position_ids */
+        position_ids = txc_tensor_ndim(cache_position) == 2
+                           ? cache_position
+                           : txc_expand(txc_unsqueeze(cache_position, 0), 2, (int64_t[]){B, L});
 
     txc_tensor *h = txc_embedding(W(m->g[G_EMBED]), input_ids); /* (B, L, H) */
     if (h && txc_tensor_dtype(h) != TXC_F32) /* bf16/f16 weights: float32 activations */
@@ -696,13 +698,13 @@ static txc_tensor *decoder_forward(txc_model *m, txc_tensor *const *params, txc_
         q = txc_rope_apply(&m->rope, txc_transpose(q, 1, 2), cos, sin);
         k = txc_rope_apply(&m->rope, txc_transpose(k, 1, 2), cos, sin);
         v = txc_model_split_heads(v, B, L, Hkv, d);
-        if (cache && k && v && txc_kv_cache_update(cache, (int)l, k, v, cache_position, &k, &v) != TXC_OK) {
+        txc_tensor *attn = txc_model_cached_attention(m, cache, (int)l, q, k, v, cache_position, query_pos,
+                                                      m->attn_scale, m->window[l], m->attn_softcap); /* (B, Hq, L, d) */
+        if (!attn) {
             if (layer_scopes)
                 txc_env_scope_end(env, mark);
             return NULL;
         }
-        txc_tensor *attn = txc_model_attention(q, k, v, query_pos, m->attn_scale, m->window[l],
-                                               m->attn_softcap); /* (B, Hq, L, d) */
         attn = txc_reshape(txc_transpose(attn, 1, 2), 3, (int64_t[]){B, L, q_out});
         attn = txc_linear(attn, W(P[L_O]), W(P[L_O_BIAS]));
         if (P[L_ATTN_OUT_NORM] >= 0)
@@ -756,9 +758,17 @@ txc_tensor *txc_model_forward_with(txc_model *m, txc_tensor *const *params, txc_
 {
     if (!input_ids || !cache_position)
         return NULL;
-    if (txc_tensor_ndim(input_ids) != 2 || txc_tensor_ndim(cache_position) != 1 ||
-        txc_tensor_size(cache_position, 0) != txc_tensor_size(input_ids, 1)) {
-        txc_error(TXC_ERR_INVALID, "forward: input_ids must be (batch, q_len) and cache_position (q_len)");
+    int cp_dims = txc_tensor_ndim(cache_position);
+    if (txc_tensor_ndim(input_ids) != 2 || (cp_dims != 1 && cp_dims != 2) ||
+        txc_tensor_size(cache_position, cp_dims - 1) != txc_tensor_size(input_ids, 1) ||
+        (cp_dims == 2 && txc_tensor_size(cache_position, 0) != txc_tensor_size(input_ids, 0))) {
+        txc_error(TXC_ERR_INVALID, "forward: input_ids must be (batch, q_len) and cache_position (q_len) or "
+                                   "(batch, q_len)");
+        return NULL;
+    }
+    if (cp_dims == 2 && (!cache || txc_kv_cache_kind(cache) != TXC_CACHE_STATIC || position_ids)) {
+        txc_error(TXC_ERR_INVALID, "forward: a (batch, q_len) cache_position needs a StaticCache and no "
+                                   "position_ids (it is each row's positions)");
         return NULL;
     }
     if (m->env->n_scopes == 0) {

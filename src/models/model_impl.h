@@ -171,6 +171,22 @@ txc_tensor *txc_model_act(const txc_model *m, txc_tensor *x);
  * scores * scale, then tanh soft-capping when softcap > 0. */
 txc_tensor *txc_model_attention(txc_tensor *q, txc_tensor *k, txc_tensor *v, txc_tensor *query_pos, double scale,
                                 int64_t window, double softcap);
+/* The most rows of a forward whose rows each have their own positions
+ * (a 2-D cache_position; txc/batch.h's slots). */
+#define TXC_JIT_MAX_BATCH_ROWS 64
+/* One layer's cache update and attention (batch_rows.c); q (B, Hq, L, d),
+ * k, v (B, Hkv, L, d) after RoPE:
+ *   cache_position (L): txc_kv_cache_update (when cache) and
+ *     txc_model_attention over query_pos;
+ *   cache_position (B, L): row b's keys and values are written to row b of
+ *     the StaticCache (which has at least B rows) at cache_position[b], and
+ *     its queries attend to that row alone, bounded by cache_position[b]:
+ *     the one-sequence attention per row, so a row gets the bits it gets
+ *     alone whatever the other rows hold or where they are.
+ * Returns (B, Hq, L, d), NULL on error. */
+txc_tensor *txc_model_cached_attention(txc_model *m, txc_kv_cache *cache, int layer, txc_tensor *q, txc_tensor *k,
+                                       txc_tensor *v, txc_tensor *cache_position, txc_tensor *query_pos, double scale,
+                                       int64_t window, double softcap);
 /* (B, L, heads*d) -> (B, heads, L, d). */
 txc_tensor *txc_model_split_heads(txc_tensor *x, int64_t B, int64_t L, int64_t heads, int64_t d);
 

@@ -263,11 +263,14 @@ txc_status txc_rope_cos_sin(const txc_rope *r, txc_tensor *position_ids, txc_ten
     if (r->kind == ROPE_DYNAMIC) {
         inv = dynamic_inv_freq(r, seq_positions);
     } else if (r->kind == ROPE_LONGROPE) { /* longrope_frequency_update */
+        /* Each row by its own longest position (B, 1, 1): transformers takes
+         * the batch's, which is the same for one sequence; per row, a row's
+         * table does not depend on the other rows (txc/batch.h). */
         const int64_t one = 1;
-        txc_tensor *seq = txc_add_scalar(txc_unsqueeze(txc_max_all(seq_positions), 0), 1);
+        txc_tensor *seq = txc_add_scalar(txc_unsqueeze(txc_max(seq_positions, 1, true), 2), 1);
         txc_tensor *ompe = txc_full(txc_tensor_env(position_ids), 1, &one,
                                     (double)r->original_max_position_embeddings, TXC_I64);
-        inv = txc_where(txc_gt(seq, ompe), r->inv_long, r->inv_freq);
+        inv = txc_where(txc_gt(seq, ompe), r->inv_long, r->inv_freq); /* (B, 1, dim / 2) */
     }
     /* freqs = position_ids[..., None].float() * inv_freq; emb = cat(freqs, freqs) */
     txc_tensor *pos = txc_unsqueeze(txc_to_dtype(position_ids, TXC_F32), -1); /* (B, L, 1) */

@@ -1,0 +1,454 @@
+/* Batched generation (txc/batch.h): slots, continuous batching, and batch
+ * invariance — every request's tokens and raw logits are bit-identical to
+ * the same request alone, whatever the slot count, the other requests, their
+ * lengths and the order they come in; greedy and seeded sampling, eager and
+ * compiled, on stories260K and every architecture fixture. */
+#include "testutil.h"
+#include "txc/batch.h"
+#include "txc/ops.h"
+#include "txc/threads.h"
+#include "ops/kernels.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_REQ 5
+#define MAX_NEW 6
+
+static const char *arch_names[] = {"gemma", "gemma2", "gpt2", "llama_bias", "llama_linear", "llama_llama3",
+                                   "llama_yarn", "mistral", "phi3", "phi3_longrope", "qwen2", "qwen2_sliding",
+                                   "qwen3"};
+
+typedef struct run_out {
+    int32_t tokens[N_REQ][MAX_NEW];
+    int64_t n[N_REQ];
+    txc_batch_finish finish[N_REQ];
+    float *logits[N_REQ];
+} run_out;
+
+static txc_model *load(const char *dir)
+{
+    txc_model *m = NULL;
+    assert_int_equal(txc_model_load(dir, NULL, &m), TXC_OK);
+    return m;
+}
+
+/* Prompt r: ids from a fixed generator, length 3 + 5 r (so rows differ in length). */
+static int64_t prompt(int r, int64_t V, int32_t *ids)
+{
+    int64_t n = 3 + 5 * r;
+    uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(r + 1);
+    for (int64_t i = 0; i < n; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        ids[i] = (int32_t)((x >> 33) % (uint64_t)V);
+    }
+    return n;
+}
+
+static txc_batch_request request(txc_model *m, int r, bool sample, int32_t *ids, float *logits)
+{
+    txc_batch_request q = txc_batch_default_request(m, NULL);
+    q.id = (uint64_t)r;
+    q.n_input = prompt(r, txc_model_config(m)->vocab_size, ids);
+    q.input_ids = ids;
+    q.gen.max_new_tokens = MAX_NEW;
+    q.gen.n_eos = 0;
+    q.gen.repetition_penalty = 1.0;
+    q.gen.do_sample = sample && r % 2 == 0; /* a mix of greedy and seeded rows */
+    q.gen.temperature = 0.9;
+    q.gen.top_k = 0;
+    q.gen.top_p = 0.95;
+    q.gen.min_p = 0;
+    q.gen.seed = 1000 + (uint64_t)r;
+    q.logits_out = logits;
+    q.cache_prompt = false;
+    return q;
+}
+
+/* Run the requests `which` (in that order) through a batch of `slots`
+ * slots, adding each as soon as a slot is free. */
+static void run(txc_model *m, int slots, int64_t chunk, bool jit, bool sample, const int *which, int n_which,
+                run_out *o)
+{
+    const int64_t V = txc_model_config(m)->vocab_size;
+    txc_batch_options opt = txc_batch_default_options();
+    opt.n_slots = slots;
+    opt.max_cache_len = 64;
+    opt.prefill_chunk = chunk;
+    opt.jit = jit;
+    txc_batch *b = txc_batch_new(m, &opt);
+    assert_non_null(b);
+    int32_t ids[N_REQ][64];
+    memset(o->n, 0, sizeof o->n);
+    for (int r = 0; r < N_REQ; r++)
+        assert_non_null(o->logits[r] = calloc((size_t)(MAX_NEW * V), sizeof(float)));
+    int next = 0, done = 0;
+    txc_batch_event ev[TXC_BATCH_MAX_SLOTS];
+    for (int guard = 0; done < n_which; guard++) {
+        assert_true(guard < 1000);
+        while (next < n_which && txc_batch_busy(b) < slots) {
+            int r = which[next++], s;
+            txc_batch_request q = request(m, r, sample, ids[r], o->logits[r]);
+            assert_int_equal(txc_batch_add(b, &q, &s), TXC_OK);
+        }
+        int n;
+        assert_int_equal(txc_batch_step(b, ev, TXC_BATCH_MAX_SLOTS, &n), TXC_OK);
+        for (int k = 0; k < n; k++) {
+            int r = (int)ev[k].id;
+            assert_true(o->n[r] < MAX_NEW);
+            o->tokens[r][o->n[r]++] = ev[k].token_id;
+            assert_int_equal(ev[k].n_new, o->n[r]);
+            if (ev[k].finish != TXC_BATCH_RUNNING) {
+                o->finish[r] = ev[k].finish;
+                done++;
+            }
+        }
+    }
+    assert_int_equal(txc_batch_busy(b), 0);
+    txc_batch_free(b);
+}
+
+static void free_out(run_out *o)
+{
+    for (int r = 0; r < N_REQ; r++)
+        free(o->logits[r]);
+}
+
+/* Every request of `got` equals its run alone in `alone`, bit for bit. */
+static void same(const char *what, txc_model *m, const run_out *alone, const run_out *got, const int *which, int n)
+{
+    const int64_t V = txc_model_config(m)->vocab_size;
+    for (int k = 0; k < n; k++) {
+        int r = which[k];
+        if (got->n[r] != alone->n[r] || memcmp(got->tokens[r], alone->tokens[r], sizeof(int32_t) * MAX_NEW) != 0)
+            fail_msg("%s: request %d: tokens differ from the request alone", what, r);
+        if (memcmp(got->logits[r], alone->logits[r], sizeof(float) * (size_t)(got->n[r] * V)) != 0) {
+            int64_t i = 0;
+            while (got->logits[r][i] == alone->logits[r][i])
+                i++;
+            fail_msg("%s: request %d: logits differ from the request alone at step %lld, id %lld (%.9g vs %.9g)", what,
+                     r, (long long)(i / V), (long long)(i % V), got->logits[r][i], alone->logits[r][i]);
+        }
+    }
+}
+
+static void check_model(const char *name, const char *dir, bool jit, bool sample)
+{
+    txc_model *m = load(dir);
+    run_out alone, got;
+    memset(&alone, 0, sizeof alone);
+    /* each request alone: a batch of one slot */
+    for (int r = 0; r < N_REQ; r++) {
+        run_out one;
+        memset(&one, 0, sizeof one);
+        run(m, 1, 8, jit, sample, &r, 1, &one);
+        alone.n[r] = one.n[r];
+        memcpy(alone.tokens[r], one.tokens[r], sizeof one.tokens[r]);
+        alone.logits[r] = one.logits[r];
+        one.logits[r] = NULL;
+        assert_int_equal(one.finish[r], TXC_BATCH_LENGTH);
+        free_out(&one);
+    }
+    static const int order[N_REQ] = {0, 1, 2, 3, 4}, reversed[N_REQ] = {4, 2, 0, 3, 1};
+    static const struct {
+        int slots;
+        const int *which;
+    } cases[] = {{N_REQ, order}, {3, reversed}, {8, reversed}, {2, order}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char what[160];
+        snprintf(what, sizeof what, "%s (%s, %s, %d slots, case %zu)", name, jit ? "compiled" : "eager",
+                 sample ? "greedy and seeded sampling" : "greedy", cases[c].slots, c);
+        memset(&got, 0, sizeof got);
+        run(m, cases[c].slots, 8, jit, sample, cases[c].which, N_REQ, &got);
+        same(what, m, &alone, &got, cases[c].which, N_REQ);
+        free_out(&got);
+    }
+    free_out(&alone);
+    txc_model_free(m);
+}
+
+static const char *stories(void) { return tu_path("%s/models/stories260K", tu_shared_dir()); }
+
+static void test_stories_invariance(void **state)
+{
+    (void)state;
+    check_model("stories260K", stories(), true, false);
+    check_model("stories260K", stories(), true, true);
+    check_model("stories260K", stories(), false, true);
+}
+
+static void test_arch_invariance(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof arch_names / sizeof *arch_names; i++) {
+        const char *dir = tu_path("%s/tests/fixtures/arch/%s", tu_source_dir(), arch_names[i]);
+        check_model(arch_names[i], dir, true, true);
+        check_model(arch_names[i], dir, false, false);
+    }
+}
+
+/* The API: errors before anything changes, busy slots, cancel, prefix
+ * reuse (the reused request's tokens equal a fresh run's on stories260K's
+ * float32 weights), logprobs, txc_batch_generate over a left-padded batch. */
+static void test_api(void **state)
+{
+    (void)state;
+    txc_model *m = load(stories());
+    const int64_t V = txc_model_config(m)->vocab_size;
+    txc_batch_options o = txc_batch_default_options();
+    o.n_slots = 2;
+    o.max_cache_len = 32;
+    o.prefill_chunk = 4;
+    o.n_slots = 0;
+    assert_null(txc_batch_new(m, &o));
+    assert_non_null(strstr(txc_last_error(), "n_slots"));
+    txc_clear_error();
+    o.n_slots = 2;
+    txc_batch *b = txc_batch_new(m, &o);
+    assert_non_null(b);
+    int32_t ids[40];
+    for (int i = 0; i < 40; i++)
+        ids[i] = 1 + (i * 37) % (int32_t)(V - 1);
+    txc_batch_request q = txc_batch_default_request(m, NULL);
+    q.input_ids = ids;
+    q.gen.max_new_tokens = 5;
+    q.gen.n_eos = 0;
+    int s;
+    txc_batch_event ev[TXC_BATCH_MAX_SLOTS];
+    int n;
+    /* errors */
+    q.n_input = 32;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_ERR_CAPACITY);
+    assert_non_null(strstr(txc_last_error(), "32 tokens"));
+    assert_non_null(strstr(txc_last_error(), "max_cache_len 32"));
+    txc_clear_error();
+    q.n_input = 3;
+    ids[1] = (int32_t)V;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_ERR_INVALID);
+    assert_non_null(strstr(txc_last_error(), "position 1"));
+    txc_clear_error();
+    ids[1] = 5;
+    q.presence_penalty = 3;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_ERR_INVALID);
+    assert_non_null(strstr(txc_last_error(), "presence_penalty"));
+    txc_clear_error();
+    q.presence_penalty = 0;
+    q.gen.do_sample = true;
+    q.gen.top_p = 2;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_ERR_INVALID);
+    assert_non_null(strstr(txc_last_error(), "top_p"));
+    txc_clear_error();
+    q.gen.do_sample = false;
+    q.top_logprobs = 21;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_ERR_INVALID);
+    txc_clear_error();
+    assert_int_equal(txc_batch_busy(b), 0);
+    assert_int_equal(txc_batch_step(b, ev, TXC_BATCH_MAX_SLOTS, &n), TXC_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(txc_batch_step(b, ev, 1, &n), TXC_ERR_INVALID);
+    txc_clear_error();
+    assert_int_equal(txc_batch_cancel(b, 0), TXC_ERR_INVALID);
+    txc_clear_error();
+
+    /* a fresh run of 10 ids (chunks of 4: three prefill steps), with logprobs */
+    q.top_logprobs = 3;
+    q.logprobs = true;
+    q.n_input = 10;
+    q.id = 7;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_OK);
+    assert_int_equal(s, 0);
+    int32_t fresh[5];
+    int got = 0, steps = 0;
+    while (txc_batch_busy(b)) {
+        assert_int_equal(txc_batch_step(b, ev, TXC_BATCH_MAX_SLOTS, &n), TXC_OK);
+        steps++;
+        for (int k = 0; k < n; k++) {
+            assert_int_equal(ev[k].id, 7);
+            assert_true(ev[k].n_top == 3 && ev[k].top_logprobs[0] >= ev[k].top_logprobs[1] &&
+                        ev[k].top_logprobs[1] >= ev[k].top_logprobs[2] && ev[k].logprob <= 0);
+            assert_int_equal(ev[k].top_ids[0], ev[k].token_id); /* greedy: the most likely */
+            assert_true(ev[k].logprob == ev[k].top_logprobs[0]);
+            fresh[got++] = ev[k].token_id;
+            assert_int_equal(ev[k].finish, got == 5 ? TXC_BATCH_LENGTH : TXC_BATCH_RUNNING);
+        }
+    }
+    assert_int_equal(got, 5);
+    assert_int_equal(steps, 3 + 4); /* 3 prefill chunks (the last gives token 1), 4 decodes */
+
+    /* the same prompt again: it takes slot 0 and reuses all but its last id */
+    q.logprobs = false;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_OK);
+    assert_int_equal(s, 0);
+    /* another prompt meanwhile takes slot 1; both full: a third is refused */
+    txc_batch_request q2 = q;
+    int32_t other[6] = {1, 2, 3, 4, 5, 6};
+    q2.input_ids = other;
+    q2.n_input = 6;
+    q2.id = 8;
+    assert_int_equal(txc_batch_add(b, &q2, &s), TXC_OK);
+    assert_int_equal(s, 1);
+    assert_int_equal(txc_batch_add(b, &q2, &s), TXC_ERR_CAPACITY);
+    assert_non_null(strstr(txc_last_error(), "all 2 slots are busy"));
+    txc_clear_error();
+    got = 0;
+    int got8 = 0;
+    while (txc_batch_busy(b)) {
+        assert_int_equal(txc_batch_step(b, ev, TXC_BATCH_MAX_SLOTS, &n), TXC_OK);
+        for (int k = 0; k < n; k++) {
+            if (ev[k].id == 7) {
+                assert_int_equal(ev[k].n_reused, 9);
+                assert_int_equal(ev[k].token_id, fresh[got]);
+                got++;
+            } else if (++got8 == 2) {
+                assert_int_equal(txc_batch_cancel(b, ev[k].slot), TXC_OK); /* free at once */
+                assert_int_equal(txc_batch_busy(b), got == 5 ? 0 : 1);
+            }
+        }
+    }
+    assert_int_equal(got, 5);
+    assert_int_equal(got8, 2);
+    txc_batch_stats st = txc_batch_get_stats(b);
+    assert_int_equal(st.requests, 3);
+    assert_int_equal(st.reused_tokens, 9);
+    assert_int_equal(st.prefill_tokens, 10 + 1 + 6);
+    txc_batch_free(b);
+
+    /* a left-padded batch: each row as that row alone */
+    int32_t grid[3 * 8];
+    uint8_t mask[3 * 8];
+    memset(grid, 0, sizeof grid);
+    memset(mask, 0, sizeof mask);
+    const int lens[3] = {8, 3, 5};
+    for (int r = 0; r < 3; r++)
+        for (int j = 8 - lens[r]; j < 8; j++)
+            grid[r * 8 + j] = ids[r + j], mask[r * 8 + j] = 1;
+    txc_generate_result res[3], one;
+    q.logprobs = false;
+    q.top_logprobs = 0;
+    o.n_slots = 2;
+    assert_int_equal(txc_batch_generate(m, &o, 3, 8, grid, mask, &q, res), TXC_OK);
+    for (int r = 0; r < 3; r++) {
+        assert_int_equal(txc_batch_generate(m, &o, 1, lens[r], grid + r * 8 + 8 - lens[r], NULL, &q, &one), TXC_OK);
+        assert_int_equal(res[r].n_new, 5);
+        assert_string_equal(res[r].stop_reason, "max_new_tokens");
+        assert_memory_equal(res[r].new_ids, one.new_ids, sizeof(int32_t) * 5);
+        txc_generate_result_free(&res[r]);
+        txc_generate_result_free(&one);
+    }
+    mask[1 * 8 + 6] = 0; /* a hole: not left padding */
+    assert_int_equal(txc_batch_generate(m, &o, 3, 8, grid, mask, &q, res), TXC_ERR_INVALID);
+    assert_non_null(strstr(txc_last_error(), "row 1"));
+    txc_clear_error();
+    txc_model_free(m);
+
+    /* dynamic NTK RoPE is refused (rows would depend on each other) */
+    m = load(tu_path("%s/tests/fixtures/arch/llama_dynamic", tu_source_dir()));
+    assert_null(txc_batch_new(m, NULL));
+    assert_int_equal(txc_last_status(), TXC_ERR_UNSUPPORTED);
+    txc_clear_error();
+    txc_model_free(m);
+}
+
+/* Requests coming and going do not recompile: after a first wave has made
+ * the plans (prefill buckets, decode row counts), a second wave of other
+ * prompts with other lengths in another order compiles nothing. */
+static void test_no_recompile(void **state)
+{
+    (void)state;
+    txc_model *m = load(stories());
+    txc_batch_options o = txc_batch_default_options();
+    o.n_slots = 4;
+    o.max_cache_len = 48;
+    o.prefill_chunk = 8;
+    txc_batch *b = txc_batch_new(m, &o);
+    assert_non_null(b);
+    int32_t ids[N_REQ][64];
+    txc_batch_event ev[TXC_BATCH_MAX_SLOTS];
+    int64_t after_first = 0;
+    for (int wave = 0; wave < 2; wave++) {
+        static const int order[2][N_REQ] = {{0, 1, 2, 3, 4}, {3, 0, 4, 2, 1}};
+        int next = 0, done = 0, n;
+        while (done < N_REQ) {
+            while (next < N_REQ && txc_batch_busy(b) < o.n_slots) {
+                int r = order[wave][next++], s;
+                txc_batch_request q = request(m, r, true, ids[r], NULL);
+                q.gen.max_new_tokens = wave ? 12 - 2 * r : 4 + 3 * r;
+                q.gen.seed += (uint64_t)wave;
+                ids[r][0] = (int32_t)(ids[r][0] + wave) % (int32_t)txc_model_config(m)->vocab_size;
+                assert_int_equal(txc_batch_add(b, &q, &s), TXC_OK);
+            }
+            assert_int_equal(txc_batch_step(b, ev, TXC_BATCH_MAX_SLOTS, &n), TXC_OK);
+            for (int k = 0; k < n; k++)
+                done += ev[k].finish != TXC_BATCH_RUNNING;
+        }
+        if (wave == 0)
+            after_first = txc_batch_get_stats(b).compilations;
+    }
+    assert_true(after_first > 0);
+    assert_int_equal(txc_batch_get_stats(b).compilations, after_first);
+    txc_batch_free(b);
+    txc_model_free(m);
+}
+
+/* The row invariance the batch rests on (ops/kernels.h): every row of a
+ * GEMM with 2..TXC_KERN_ROWS_INVARIANT_MAX rows has the bits of that row
+ * alone, for every weight dtype, odd N and K (both tails), 1 and 2 threads,
+ * every SIMD level this machine has. */
+static void test_gemm_row_invariance(void **state)
+{
+    (void)state;
+    static const int64_t Ns[] = {1, 7, 37, 130}, Ks[] = {5, 64, 203};
+    static const txc_dtype dts[] = {TXC_F32, TXC_BF16, TXC_F16};
+    const int M = TXC_KERN_ROWS_INVARIANT_MAX;
+    int saved = txc_threads_get();
+    for (int level = 0; level <= txc_kern_simd_level(); level++)
+        for (int threads = 1; threads <= 2; threads++) {
+            txc_kern_set_simd_level(level);
+            assert_int_equal(txc_threads_set(threads), TXC_OK);
+            for (size_t a = 0; a < 4; a++)
+                for (size_t c = 0; c < 3; c++)
+                    for (size_t d = 0; d < 3; d++) {
+                        int64_t N = Ns[a], K = Ks[c];
+                        float *A = malloc(sizeof(float) * (size_t)(M * K)), *C = malloc(sizeof(float) * (size_t)(M * N));
+                        float *one = malloc(sizeof(float) * (size_t)N), *Bf = malloc(sizeof(float) * (size_t)(N * K));
+                        uint16_t *Bh = malloc(sizeof(uint16_t) * (size_t)(N * K));
+                        assert_true(A && C && one && Bf && Bh);
+                        uint64_t x = 12345;
+                        for (int64_t i = 0; i < M * K; i++) {
+                            x = x * 6364136223846793005ull + 1442695040888963407ull;
+                            A[i] = (float)((int64_t)(x >> 40) - (1 << 23)) / (float)(1 << 20);
+                        }
+                        for (int64_t i = 0; i < N * K; i++) {
+                            x = x * 6364136223846793005ull + 1442695040888963407ull;
+                            Bf[i] = (float)((int64_t)(x >> 40) - (1 << 23)) / (float)(1 << 22);
+                            Bh[i] = dts[d] == TXC_BF16 ? txc_f32_to_bf16(Bf[i]) : txc_f32_to_f16(Bf[i]);
+                        }
+                        const void *B = dts[d] == TXC_F32 ? (const void *)Bf : (const void *)Bh;
+                        for (int m = 2; m <= M; m += m < 8 ? 1 : 5) {
+                            txc_kern_gemm_nt(m, N, K, A, K, B, dts[d], K, C, N);
+                            for (int i = 0; i < m; i++) {
+                                txc_kern_gemm_nt(1, N, K, A + i * K, K, B, dts[d], K, one, N);
+                                if (memcmp(one, C + i * N, sizeof(float) * (size_t)N) != 0)
+                                    fail_msg("simd %d, %d threads, %s, M %d N %lld K %lld: row %d differs from M = 1",
+                                             level, threads, txc_dtype_name(dts[d]), m, (long long)N, (long long)K, i);
+                            }
+                        }
+                        free(A), free(C), free(one), free(Bf), free(Bh);
+                    }
+        }
+    txc_kern_set_simd_level(-1);
+    assert_int_equal(txc_threads_set(saved), TXC_OK);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_api),
+        cmocka_unit_test(test_no_recompile),
+        cmocka_unit_test(test_gemm_row_invariance),
+        cmocka_unit_test(test_stories_invariance),
+        cmocka_unit_test(test_arch_invariance),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
