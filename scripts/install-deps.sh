@@ -2,8 +2,9 @@
 # Installs the Debian packages txc's build and tests need (idempotent).
 # Run as root or with sudo available.
 set -euo pipefail
-# (python3-numpy: tests/cli_bench_compare.sh runs bench/make_model.py)
-pkgs=(build-essential cmake pkg-config libcjson-dev libcmocka-dev libpcre2-dev libutf8proc-dev python3-numpy)
+# (python3-numpy: tests/cli_bench_compare.sh runs bench/make_model.py;
+#  libmicrohttpd-dev: txc serve's HTTP)
+pkgs=(build-essential cmake pkg-config libcjson-dev libcmocka-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev python3-numpy)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

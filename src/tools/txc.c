@@ -18,6 +18,7 @@
 #include "tools/bench_cmd.h"
 #include "tools/chat_cmd.h"
 #include "tools/cli.h"
+#include "tools/serve_cmd.h"
 #include "tools/tokenize_cmd.h"
 
 #include <getopt.h>
@@ -330,6 +331,7 @@ static void usage(FILE *f)
                "  chat       a conversation with a chat model (its chat template; KV cache kept)\n"
                "  bench      the article's table: each cache mode, eager and compiled, timed\n"
                "  tokenize   text to token ids and pieces (--decode: ids to text; --bench: speed)\n"
+               "  serve      an OpenAI-compatible HTTP server (continuous batching over --parallel slots)\n"
                "run 'txc <command> --help' for its options; 'txc --version' for the version\n");
 }
 
@@ -359,7 +361,7 @@ int main(int argc, char **argv)
     if (!env_ok())
         return EXIT_ERROR;
     if (argc < 2) {
-        fprintf(stderr, "txc: no command given (commands: generate, chat, bench, tokenize; see txc --help)\n");
+        fprintf(stderr, "txc: no command given (commands: generate, chat, bench, tokenize, serve; see txc --help)\n");
         return EXIT_ERROR;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -376,6 +378,8 @@ int main(int argc, char **argv)
         return txc_cmd_chat(argc - 1, argv + 1);
     if (strcmp(argv[1], "tokenize") == 0)
         return txc_cmd_tokenize(argc - 1, argv + 1);
+    if (strcmp(argv[1], "serve") == 0)
+        return txc_cmd_serve(argc - 1, argv + 1);
     if (strcmp(argv[1], "bench") == 0) {
         int rc = txc_cmd_bench(argc - 1, argv + 1);
         if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout))) { /* (a full disk, a closed pipe) */
@@ -384,6 +388,6 @@ int main(int argc, char **argv)
         }
         return rc;
     }
-    fprintf(stderr, "txc: unknown command '%s' (commands: generate, chat, bench, tokenize; see txc --help)\n", argv[1]);
+    fprintf(stderr, "txc: unknown command '%s' (commands: generate, chat, bench, tokenize, serve; see txc --help)\n", argv[1]);
     return EXIT_ERROR;
 }
