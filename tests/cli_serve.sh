@@ -14,6 +14,7 @@ FIX=${TXC_SOURCE_DIR:?set by ctest}/tests/fixtures
 MODEL=$SHARED/models/stories260K
 command -v curl >/dev/null || { echo "curl is missing: skipped"; exit 77; }
 command -v python3 >/dev/null || { echo "python3 is missing: skipped"; exit 77; }
+PY=$(python3 -c 'import sys; print(sys.executable)') # (not a version manager's shim: one start per check)
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -65,7 +66,7 @@ req() {
     "http://127.0.0.1:$PORT$2")
 }
 # py EXPR: evaluate a Python expression over d = the JSON of $tmp/body
-py() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$tmp/body" "$1" 2>&1; }
+py() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$tmp/body" "$1" 2>&1; }
 # expect_status NAME STATUS PARAM METHOD PATH BODY: an error object of that status naming PARAM ('' for none)
 expect_status() {
   local name=$1 want=$2 param=$3
@@ -134,7 +135,7 @@ assert len({c["id"] for c in chunks}) == 1
 assert text == sys.argv[2], (text, sys.argv[2])
 print("ok", len(body))
 '
-python3 -c "$stream_check" "$tmp/sse" "$want" 30 length >"$tmp/chk" 2>&1 \
+"$PY" -c "$stream_check" "$tmp/sse" "$want" 30 length >"$tmp/chk" 2>&1 \
   && ok "completion streamed: $(cat "$tmp/chk") chunks, the same text, usage then [DONE]" || bad "stream: $(cat "$tmp/chk")"
 
 # --- chat: the template, transformers' first reply ----------------------------------
@@ -151,7 +152,7 @@ nchat=$(py "d['usage']['completion_tokens']")
 fin=$(py "d['choices'][0]['finish_reason']")
 curl -sN -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/v1/chat/completions" \
   -d '{"messages": [{"role": "user", "content": "Once upon a time"}], "max_tokens": 24, "temperature": 0, "stream": true, "stream_options": {"include_usage": true}}' >"$tmp/sse"
-python3 -c "$stream_check" "$tmp/sse" "$want_chat" "$nchat" "$fin" >"$tmp/chk" 2>&1 \
+"$PY" -c "$stream_check" "$tmp/sse" "$want_chat" "$nchat" "$fin" >"$tmp/chk" 2>&1 \
   && ok "chat streamed: role first, the same reply, usage, [DONE]" || bad "chat stream: $(cat "$tmp/chk")"
 # content as a list of text parts
 req POST /v1/chat/completions '{"messages": [{"role": "user", "content": [{"type": "text", "text": "Once upon "}, {"type": "text", "text": "a time"}]}], "max_tokens": 24, "temperature": 0}'
@@ -166,7 +167,7 @@ want_stop=${want%% "$stop_word"*}
   && ok "stop ' $stop_word': the text before it, finish_reason stop" || bad "stop: $(cat "$tmp/body") (want '$want_stop')"
 curl -sN -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT/v1/completions" \
   -d "{\"prompt\": \"Once upon a time\", \"max_tokens\": 30, \"temperature\": 0, \"stop\": \" $stop_word\", \"stream\": true}" >"$tmp/sse"
-python3 -c '
+"$PY" -c '
 import json, sys
 ev = [e for e in open(sys.argv[1]).read().split("\n\n") if e]
 ch = [json.loads(e[6:]) for e in ev[:-1]]
@@ -214,6 +215,9 @@ expect_status "stream_options without stream" 400 stream_options POST $C '{"prom
 expect_status "n 2" 400 n POST $C '{"prompt": "x", "n": 2}'
 expect_status "prompt id out of the vocabulary" 400 prompt POST $C '{"prompt": [1, 600]}'
 expect_status "two prompts" 400 prompt POST $C '{"prompt": ["a", "b"]}'
+expect_status "prompt not UTF-8" 400 prompt POST $C "$(printf '{"prompt": "\xff\xfe"}')"
+expect_status "message not UTF-8" 400 "messages[0]" POST /v1/chat/completions "$(printf '{"messages": [{"role": "user", "content": "\xc0\xaf"}]}')"
+expect_status "a NUL in a string" 400 "" POST $C '{"prompt": "a\u0000b"}'
 expect_status "no messages" 400 messages POST /v1/chat/completions '{"messages": []}'
 expect_status "message without role" 400 "messages[1].role" POST /v1/chat/completions '{"messages": [{"role": "user", "content": "x"}, {"content": "y"}]}'
 expect_status "message content 5" 400 "messages[0].content" POST /v1/chat/completions '{"messages": [{"role": "user", "content": 5}]}'
@@ -243,33 +247,54 @@ for m in 'txc_requests_total{endpoint="/v1/completions"} [1-9]' 'txc_http_respon
   grep -q "^$m" "$tmp/body" && ok "/metrics: $m" || bad "/metrics: no '$m': $(head -c 600 "$tmp/body")"
 done
 
-# --- a client that goes away mid-stream: its slot is freed ---------------------------------
-curl -sN -H "Authorization: Bearer $KEY" "http://127.0.0.1:$PORT$C" \
-  -d '{"prompt": "Once upon a time", "max_tokens": 250, "temperature": 0, "stream": true}' >"$tmp/cut" &
-cpid=$!
-for _ in $(seq 1 300); do [ -s "$tmp/cut" ] && break; sleep 0.02; done
-kill "$cpid" 2>/dev/null
-wait "$cpid" 2>/dev/null
+stop_ok main
+
+# --- a full queue: 503; a client gone mid-stream; SIGTERM while a stream runs ------------
+# Eager (--no-jit) and 500 tokens: a stream long enough to act on while it
+# runs; 2 threads: the pool's workers must not take the signal.
+start small --model "$MODEL" --parallel 1 --max-queue 0 --threads 2 --no-jit --verbose || exit 1
+long='{"prompt": "Once upon a time", "max_tokens": 500, "temperature": 0, "stream": true}'
+expect_status "no chat template" 400 messages POST /v1/chat/completions '{"messages": [{"role": "user", "content": "x"}]}'
+req POST /v1/completions '{"prompt": "Once upon a time", "max_tokens": 20, "temperature": 0}'
+alone=$(py "d['choices'][0]['text']")
+# a client that reads the first event and leaves
+"$PY" -c '
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
+c.request("POST", "/v1/completions", body=sys.argv[2])
+r = c.getresponse()
+assert r.status == 200 and r.readline().startswith(b"data: ")
+c.sock.close()
+' "$PORT" "$long" || bad "the cut client"
 freed=no
 for _ in $(seq 1 100); do
   req GET /metrics
   grep -q '^txc_requests_cancelled_total 1$' "$tmp/body" && grep -q '^txc_slots_busy 0$' "$tmp/body" && { freed=yes; break; }
   sleep 0.02
 done
-[ $freed = yes ] && ok "client gone mid-stream: cancelled, slot free" || bad "disconnect: $(grep -E 'cancelled|busy' "$tmp/body")"
-req POST /v1/completions '{"prompt": "Once upon a time", "max_tokens": 30, "temperature": 0}'
-[ "$(py "d['choices'][0]['text']")" = "$want" ] && ok "after the disconnect: the same greedy text" || bad "after disconnect: $(cat "$tmp/body")"
-stop_ok main
-
-# --- a full queue: 503; SIGTERM while a stream runs -----------------------------------------
-start small --model "$MODEL" --parallel 1 --max-queue 0 --no-compile-cache || exit 1
-curl -sN "http://127.0.0.1:$PORT/v1/completions" \
-  -d '{"prompt": "Once upon a time", "max_tokens": 500, "temperature": 0, "stream": true}' >"$tmp/long" &
+n_cut=$(sed -n 's/.*: 5 prompt + \([0-9]*\) completion tokens.*(cancelled by the client)$/\1/p' "$tmp/small.err")
+[ $freed = yes ] && [ -n "$n_cut" ] && [ "$n_cut" -lt 500 ] && ok "client gone mid-stream: cancelled after $n_cut of 500 tokens, slot free" \
+  || bad "disconnect: '$n_cut' $(grep -E 'cancelled|busy' "$tmp/body") $(tail -3 "$tmp/small.err")"
+req POST /v1/completions '{"prompt": "Once upon a time", "max_tokens": 20, "temperature": 0}'
+[ "$(py "d['choices'][0]['text']")" = "$alone" ] && ok "after the disconnect: the same greedy text" || bad "after disconnect: $(cat "$tmp/body")"
+# 8 requests at once for 1 slot and no queue: the first is served, the others that
+# arrive while it runs get 503 with code queue_full
+qpids=()
+for i in 1 2 3 4 5 6 7 8; do
+  curl -s -o "$tmp/q$i" -w '%{http_code}' "http://127.0.0.1:$PORT/v1/completions" \
+    -d '{"prompt": "Once upon a time", "max_tokens": 300, "temperature": 0}' >"$tmp/qc$i" &
+  qpids+=($!)
+done
+wait "${qpids[@]}"
+n200=$(cat "$tmp"/qc* | grep -o 200 | wc -l)
+n503=$(cat "$tmp"/qc* | grep -o 503 | wc -l)
+full=$(grep -l '"code":"queue_full"' "$tmp"/q[1-8] | wc -l)
+[ "$n200" -ge 1 ] && [ "$n503" -ge 1 ] && [ $((n200 + n503)) -eq 8 ] && [ "$full" -eq "$n503" ] \
+  && ok "1 slot, --max-queue 0, 8 at once: $n200 served, $n503 x 503 queue_full" \
+  || bad "queue full: $n200 x 200, $n503 x 503, $full queue_full: $(cat "$tmp"/q1)"
+curl -sN "http://127.0.0.1:$PORT/v1/completions" -d "$long" >"$tmp/long" &
 cpid=$!
-for _ in $(seq 1 300); do [ -s "$tmp/long" ] && break; sleep 0.02; done
-expect_status "queue full" 503 "" POST /v1/completions '{"prompt": "x", "max_tokens": 2}'
-req GET /v1/chat/completions
-expect_status "no chat template" 400 messages POST /v1/chat/completions '{"messages": [{"role": "user", "content": "x"}]}'
+for _ in $(seq 1 500); do [ -s "$tmp/long" ] && break; sleep 0.01; done
 stop_ok small
 wait "$cpid"
 tail -c 200 "$tmp/long" | grep -q 'data: \[DONE\]' && ok "the running stream ended with [DONE] at the stop" \

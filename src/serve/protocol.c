@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utf8proc.h>
 
 bool serve_fail(serve_error *e, int status, const char *type, const char *param, const char *fmt, ...)
 {
@@ -40,6 +41,21 @@ void serve_request_free(serve_request *r)
     free(r->toks);
     free(r->held);
     txc_detok_stream_free(r->detok);
+}
+
+/* True when s is UTF-8 text (utf8proc's decoder: no overlongs, no
+ * surrogates). A JSON \u0000 is refused before parsing (serve_parse_request). */
+static bool utf8_ok(const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (k <= 0)
+            return false;
+        i += (size_t)k;
+    }
+    return true;
 }
 
 /* ---- field readers: absent or null leaves *out as it is ------------------------- */
@@ -93,6 +109,8 @@ static bool add_stop(serve_request *r, const cJSON *s, serve_error *e)
     if (!cJSON_IsString(s))
         return bad(e, "stop", "'stop' must be a string or a list of strings");
     size_t n = strlen(s->valuestring);
+    if (!utf8_ok(s->valuestring))
+        return bad(e, "stop", "'stop' strings must be UTF-8 text");
     if (n == 0)
         return bad(e, "stop", "'stop' strings must not be empty");
     if (n > SERVE_MAX_STOP_LEN)
@@ -190,6 +208,8 @@ static bool parse_prompt(const serve_context *c, const cJSON *root, serve_reques
         p = p->child;
     if (cJSON_IsString(p)) {
         size_t n = 0;
+        if (!utf8_ok(p->valuestring))
+            return bad(e, "prompt", "'prompt' is not UTF-8 text");
         if (txc_tokenizer_encode(c->tok, p->valuestring, strlen(p->valuestring), true, &r->ids, &n) != TXC_OK)
             return bad(e, "prompt", "'prompt' cannot be tokenized: %s", txc_last_error());
         r->n_ids = (int64_t)n;
@@ -258,6 +278,11 @@ static bool parse_messages(const serve_context *c, const cJSON *root, serve_requ
             break;
         }
         m[i].role = role->valuestring;
+        if (!utf8_ok(role->valuestring) || (cJSON_IsString(content) && !utf8_ok(content->valuestring))) {
+            snprintf(param, sizeof param, "messages[%d]", i);
+            okay = bad(e, param, "'%s' is not UTF-8 text", param);
+            break;
+        }
         if (cJSON_IsString(content))
             m[i].content = content->valuestring;
         else if (!content || cJSON_IsNull(content))
@@ -274,6 +299,11 @@ static bool parse_messages(const serve_context *c, const cJSON *root, serve_requ
                     snprintf(param, sizeof param, "messages[%d].content", i);
                     okay = bad(e, param, "'%s': only text parts ({\"type\": \"text\", \"text\": ...}) are supported",
                                param);
+                    break;
+                }
+                if (!utf8_ok(text->valuestring)) {
+                    snprintf(param, sizeof param, "messages[%d].content", i);
+                    okay = bad(e, param, "'%s' is not UTF-8 text", param);
                     break;
                 }
                 len += strlen(text->valuestring);
@@ -332,6 +362,14 @@ bool serve_parse_request(const serve_context *c, serve_endpoint ep, const char *
 {
     r->endpoint = ep;
     r->slot = -1;
+    /* cJSON decodes \u0000 into a NUL that would cut the string short
+     * without a word: refused (a backslash outside a string is no JSON) */
+    for (size_t i = 0; i + 1 < len; i++)
+        if (body[i] == '\\') {
+            if (body[i + 1] == 'u' && i + 6 <= len && memcmp(body + i + 2, "0000", 4) == 0)
+                return bad(e, NULL, "the body holds \\u0000 (a NUL character), which strings here cannot hold");
+            i++;
+        }
     cJSON *root = cJSON_ParseWithLength(body, len);
     if (!root)
         return bad(e, NULL, "the body is not valid JSON");

@@ -28,11 +28,13 @@ bool serve_submit(txc_server *srv, serve_request *r, serve_error *e)
         pthread_mutex_unlock(&srv->mu);
         return serve_fail(e, 503, "server_error", NULL, "the server is stopping");
     }
+    /* room: every slot (running or about to) and max_queue waiting */
     if (srv->n_queued + srv->n_busy >= srv->o.parallel + srv->o.max_queue) {
-        int n = srv->n_queued;
+        int n = srv->n_queued + srv->n_busy;
         pthread_mutex_unlock(&srv->mu);
         serve_fail(e, 503, "server_error", NULL,
-                   "the server is busy: %d requests are waiting for a slot (--max-queue); retry later", n);
+                   "the server is busy: %d requests hold its %d slots and %d queue places (--parallel, --max-queue); "
+                   "retry later", n, srv->o.parallel, srv->o.max_queue);
         e->code = "queue_full";
         return false;
     }

@@ -241,6 +241,11 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
         }
         if (c->n_pending)
             break;
+        if (c->req->state != SERVE_DONE && peer_gone(c->fd)) {
+            pthread_mutex_unlock(&srv->mu);
+            serve_cancel(srv, c->req);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += WAIT_MS * 1000000L;

@@ -152,6 +152,15 @@ int txc_cmd_serve(int argc, char **argv)
         fprintf(stderr, "txc: unexpected argument '%s' (see txc serve --help)\n", argv[optind]);
         return EXIT_ERROR;
     }
+    /* SIGINT/SIGTERM are taken by this thread alone (sigwait): blocked
+     * before any thread starts (the model's thread pool, the server's), as
+     * every thread inherits the mask. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
     if (!(model_dir = txc_cli_model_dir(model_dir)))
         return EXIT_ERROR;
     /* A chat template when the folder has one; without, chat requests are a 400. */
@@ -182,14 +191,6 @@ int txc_cmd_serve(int argc, char **argv)
         if (!tpl)
             fprintf(stderr, "txc serve: %s has no chat template: /v1/chat/completions answers 400\n", model_dir);
     }
-    /* SIGINT/SIGTERM are taken by this thread alone (sigwait): every thread
-     * the server starts inherits the blocked mask. */
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
     txc_server *srv = NULL;
     int rc = 0;
     if (txc_server_start(model, tok, tpl, &so, &srv) != TXC_OK)
