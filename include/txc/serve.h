@@ -13,7 +13,8 @@
  * (0: greedy), top_p, top_k, min_p, seed, stop (a string or a list),
  * presence_penalty / frequency_penalty, logprobs / top_logprobs (chat) or
  * logprobs (completions), stream with stream_options.include_usage, n
- * (only 1), repetition_penalty. Responses as OpenAI's (id, object,
+ * (only 1), and llama-server's repetition_penalty, cache_prompt (reuse a
+ * free slot's prefix; default true) and ignore_eos. Responses as OpenAI's (id, object,
  * created, model, choices[].finish_reason "stop" / "length", usage);
  * streaming as server-sent events, one "data: {json}\n\n" per chunk, then
  * "data: [DONE]\n\n". Errors as OpenAI's error object {"error": {"message",

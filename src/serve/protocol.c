@@ -161,7 +161,7 @@ static bool parse_common(const serve_context *c, const cJSON *root, serve_reques
         !get_number(root, "repetition_penalty", 1e-30, 1e30, &sp->repetition_penalty, e) ||
         !get_number(root, "presence_penalty", -2, 2, &sp->presence_penalty, e) ||
         !get_number(root, "frequency_penalty", -2, 2, &sp->frequency_penalty, e) ||
-        !get_bool(root, "cache_prompt", &sp->cache_prompt, e))
+        !get_bool(root, "cache_prompt", &sp->cache_prompt, e) || !get_bool(root, "ignore_eos", &sp->ignore_eos, e))
         return false;
     int64_t seed = 0;
     const cJSON *sv = field(root, "seed");

@@ -8,6 +8,7 @@
  * condition variable. */
 #include "serve/serve_impl.h"
 #include "txc/batch.h"
+#include "txc/ops.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +143,8 @@ static void admit(txc_server *srv, txc_batch *b, serve_request **slots)
         q.logprobs = r->sp.logprobs > 0;
         q.top_logprobs = r->sp.logprobs > 0 ? r->sp.logprobs - 1 : 0;
         q.cache_prompt = r->sp.cache_prompt;
+        if (r->sp.ignore_eos)
+            q.gen.n_eos = 0;
         int slot = -1;
         txc_clear_error();
         txc_status s = txc_batch_add(b, &q, &slot);
@@ -311,6 +314,7 @@ static void *sched_main(void *arg)
         srv->m.steps = st.steps;
     }
     pthread_mutex_unlock(&srv->mu);
+    txc_ops_thread_release(); /* this thread's kernel scratch (thread-local: lost when it ends) */
     return NULL;
 }
 

@@ -47,6 +47,7 @@ typedef struct serve_sampling {
     double presence_penalty, frequency_penalty; /* OpenAI's: logit -= c * freq + (c > 0) * presence */
     int logprobs;      /* 0: none; else 1 + top_logprobs (chat) / logprobs (completions) */
     bool cache_prompt; /* reuse a free slot's prefix (llama-server's cache_prompt) */
+    bool ignore_eos;   /* generate max_tokens whatever comes (llama-server's ignore_eos) */
 } serve_sampling;
 
 /* One generated token as the stream reports it (logprobs when asked). */
