@@ -81,7 +81,7 @@ expect_status() {
   fi
 }
 
-start main --model "$tmp/inst" --parallel 4 --api-key "$KEY" --max-cache-len 256 --no-compile-cache || exit 1
+start main --model "$tmp/inst" --parallel 4 --api-key "$KEY" --max-cache-len 256 --timeout 2 --no-compile-cache || exit 1
 
 # --- GET endpoints ---------------------------------------------------------------
 req GET /health
@@ -247,6 +247,18 @@ for m in 'txc_requests_total{endpoint="/v1/completions"} [1-9]' 'txc_http_respon
   grep -q "^$m" "$tmp/body" && ok "/metrics: $m" || bad "/metrics: no '$m': $(head -c 600 "$tmp/body")"
 done
 
+# a client that sends half a request and stalls is closed after --timeout (2 s here)
+"$PY" -c '
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le")
+t0 = time.monotonic()
+s.settimeout(20)
+data = s.recv(100)
+dt = time.monotonic() - t0
+assert data == b"" and 1.5 < dt < 6, (data, dt)
+print("%.1f" % dt)
+' "$PORT" >"$tmp/idle" 2>&1 && ok "a stalled client: closed after $(cat "$tmp/idle") s (--timeout 2)" || bad "idle timeout: $(cat "$tmp/idle")"
 stop_ok main
 
 # --- a full queue: 503; a client gone mid-stream; SIGTERM while a stream runs ------------
@@ -306,6 +318,7 @@ expect_error "--parallel 65" "--parallel must be at most 64" "$TXC" serve --para
 expect_error "--port 70000" "--port" "$TXC" serve --port 70000
 expect_error "--host nonsense" "--host" "$TXC" serve --model "$MODEL" --host nonsense --port 0
 expect_error "unknown option" "unknown" "$TXC" serve --bogus
+expect_error "--timeout 0" "--timeout" "$TXC" serve --timeout 0
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

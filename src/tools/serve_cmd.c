@@ -21,7 +21,8 @@ static void usage_serve(FILE *f)
 {
     fprintf(f,
             "usage: txc serve [--model DIR] [--host ADDR] [--port N] [--parallel N] [--max-cache-len N]\n"
-            "                 [--api-key KEY] [--max-queue N] [--max-tokens N] [--alias NAME] [--verbose]\n"
+            "                 [--api-key KEY] [--max-queue N] [--max-tokens N] [--alias NAME] [--timeout S]\n"
+            "                 [--verbose]\n"
             "                 [--do-sample|--greedy] [--temperature F] [--top-k N] [--top-p F] [--min-p F]\n"
             "                 [--repetition-penalty F] [--seed N] [--jit|--no-jit] [--dtype f32|bf16|f16]\n"
             "                 [--threads N] [--mmap|--no-mmap]\n"
@@ -42,6 +43,8 @@ static void usage_serve(FILE *f)
             "                      generation_config.json's max_new_tokens, else 256)\n"
             "  --alias NAME        the model's name in /v1/models and the responses (default: the\n"
             "                      folder's name); requests naming another model get 404\n"
+            "  --timeout S         close a connection that sends or reads nothing for S seconds\n"
+            "                      (a slow or stalled client; default 30)\n"
             "  --verbose           one line per request on stderr\n"
             "Sampling defaults of the requests (a request's own fields override them):\n" TXC_CLI_GEN_HELP);
 }
@@ -65,7 +68,7 @@ int txc_cmd_serve(int argc, char **argv)
     int64_t v, max_tokens = -1;
     txc_cli_gen_flags gf;
     txc_cli_gen_flags_init(&gf);
-    enum { OPT_HOST = 256, OPT_PORT, OPT_PARALLEL, OPT_API_KEY, OPT_MAX_QUEUE, OPT_ALIAS, OPT_MAX_TOKENS };
+    enum { OPT_HOST = 256, OPT_PORT, OPT_PARALLEL, OPT_API_KEY, OPT_MAX_QUEUE, OPT_ALIAS, OPT_MAX_TOKENS, OPT_TIMEOUT };
     static const struct option longopts[] = {
         TXC_CLI_GEN_LONGOPTS,
         {"model", required_argument, 0, 'm'},
@@ -77,6 +80,7 @@ int txc_cmd_serve(int argc, char **argv)
         {"max-queue", required_argument, 0, OPT_MAX_QUEUE},
         {"max-tokens", required_argument, 0, OPT_MAX_TOKENS},
         {"alias", required_argument, 0, OPT_ALIAS},
+        {"timeout", required_argument, 0, OPT_TIMEOUT},
         {"verbose", no_argument, 0, 'v'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -141,6 +145,15 @@ int txc_cmd_serve(int argc, char **argv)
                 return EXIT_ERROR;
             break;
         case OPT_ALIAS: alias = optarg; break;
+        case OPT_TIMEOUT:
+            if (!txc_cli_parse_int("--timeout", optarg, 1, &v))
+                return EXIT_ERROR;
+            if (v > 86400) {
+                fprintf(stderr, "txc: --timeout must be at most 86400 s, got %lld\n", (long long)v);
+                return EXIT_ERROR;
+            }
+            so.idle_timeout_s = (unsigned)v;
+            break;
         case 'v': so.verbose = true; break;
         case 'h': usage_serve(stdout); return 0;
         default:
