@@ -30,9 +30,9 @@ import time
 
 p = argparse.ArgumentParser()
 p.add_argument("--txc", required=True)
-p.add_argument("--llama-server", required=True)
+p.add_argument("--llama-server", default=None, help="absent: txc serve alone (next to txc generate at 1 client)")
 p.add_argument("--hf", required=True)
-p.add_argument("--gguf", required=True)
+p.add_argument("--gguf", default=None)
 p.add_argument("--threads", type=int, default=2)
 p.add_argument("--parallel", type=int, default=8)
 p.add_argument("--clients", default="1,4,8,16")
@@ -143,32 +143,56 @@ pt, pl = free_port(), free_port()
 txc = subprocess.Popen([a.txc, "serve", "--model", a.hf, "--port", str(pt), "--parallel", str(a.parallel),
                         "--max-cache-len", str(a.ctx), "--threads", str(a.threads)],
                        stderr=open(os.path.join(tmp, "txc.err"), "w"), env=env)
-llama = subprocess.Popen([a.llama_server, "-m", a.gguf, "--host", "127.0.0.1", "--port", str(pl), "-t", str(a.threads),
+llama = None if not a.llama_server else subprocess.Popen([a.llama_server, "-m", a.gguf, "--host", "127.0.0.1", "--port", str(pl), "-t", str(a.threads),
                           "-tb", str(a.threads), "-np", str(a.parallel), "-c", str(a.ctx * a.parallel), "-cb",
                           "--no-warmup"],
                          stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "llama.err"), "w"))
+
+
+def generate(i):
+    """txc generate over the same prompt: new tokens / (prefill + decode) wall time, the ttft"""
+    out = subprocess.run([a.txc, "generate", "--model", a.hf, "--prompt", prompt(i), "--max-new-tokens",
+                          str(a.max_tokens), "--greedy", "--max-cache-len", str(a.ctx), "--threads", str(a.threads),
+                          "--verbose"], capture_output=True, text=True, env=env, check=True).stderr
+    pre = float(re.search(r"^prefill: ([0-9.]+) ms", out, re.M).group(1))
+    m = re.search(r"^decode: [0-9.]+ tokens/s \(([0-9]+) tokens in ([0-9.]+) ms\)", out, re.M)
+    n, dec = int(m.group(1)), float(m.group(2))
+    return {"tok_s": (n + 1) / ((pre + dec) / 1e3), "ttft_p50": pre, "ttft_p99": pre,
+            "itl_p50": dec / max(n, 1), "itl_p99": float("nan"), "wall_s": (pre + dec) / 1e3}
+
+
+sides = [("txc", pt)] + ([("llama", pl)] if llama else [])
 try:
     wait_ready(pt, txc, "txc serve")
-    wait_ready(pl, llama, "llama-server")
+    if llama:
+        wait_ready(pl, llama, "llama-server")
     # warm-up: both compile / allocate what a run needs (txc's plans per batch bucket)
     for n in clients:
-        run(pt, n, 10 ** 6)
-        run(pl, n, 10 ** 6)
+        for _, port in sides:
+            run(port, n, 10 ** 6)
     rows, runs = [], []
     base = 0
     for n in clients:
-        per = {"txc": [], "llama": []}
+        per = {name: [] for name, _ in sides}
+        if not llama and n == 1:
+            per["generate"] = []
         for k in range(a.pairs):
-            order = [("txc", pt), ("llama", pl)] if k % 2 == 0 else [("llama", pl), ("txc", pt)]
+            order = sides if k % 2 == 0 else sides[::-1]
             for name, port in order:
                 r = run(port, n, base)  # the same prompts for both sides of a pair
                 per[name].append(r)
                 runs.append(dict(r, server=name, clients=n, pair=k))
+            if "generate" in per:
+                r = generate(base)
+                per["generate"].append(r)
+                runs.append(dict(r, server="generate", clients=1, pair=k))
             base += n * a.requests
         med = {s: {k: statistics.median(r[k] for r in per[s]) for k in per[s][0]} for s in per}
         rows.append((n, med))
 finally:
     for proc in (txc, llama):
+        if proc is None:
+            continue
         proc.terminate()
         try:
             proc.wait(timeout=30)
@@ -180,6 +204,23 @@ try:
     cpu = re.search(r"model name\s*:\s*(.*)", open("/proc/cpuinfo").read()).group(1)
 except (OSError, AttributeError):
     pass
+if not llama:
+    print(f"txc serve alone: {os.path.basename(os.path.dirname(a.hf))}, {a.threads} threads, {a.parallel} slots, "
+          f"{a.max_tokens} tokens per request, {a.requests} requests per client, median of {a.pairs} runs; {cpu}")
+    print("| clients | txc serve tok/s | TTFT p50 / p99 ms | ITL p50 / p99 ms |")
+    print("|---|---|---|---|")
+    for n, m in rows:
+        t = m["txc"]
+        print(f"| {n} | {t['tok_s']:.1f} | {t['ttft_p50']:.0f} / {t['ttft_p99']:.0f} "
+              f"| {t['itl_p50']:.1f} / {t['itl_p99']:.1f} |")
+        if "generate" in m:
+            g = m["generate"]
+            print(f"| txc generate (1 sequence) | {g['tok_s']:.1f} | prefill {g['ttft_p50']:.0f} "
+                  f"| {g['itl_p50']:.1f} (mean) |")
+            print(f"| serve / generate at 1 client | {t['tok_s'] / g['tok_s']:.2f}x | | |")
+    if a.json:
+        json.dump({"runs": runs}, open(a.json, "w"), indent=1)
+    sys.exit(0)
 print(f"txc serve vs llama-server: {os.path.basename(os.path.dirname(a.hf))}, {a.threads} threads, {a.parallel} slots, "
       f"{a.max_tokens} tokens per request, {a.requests} requests per client, median of {a.pairs} alternated runs; {cpu}")
 hdr = ("clients", "txc tok/s", "llama tok/s", "ratio", "TTFT p50 txc/llama ms", "TTFT p99 txc/llama ms",

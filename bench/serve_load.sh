@@ -11,7 +11,7 @@
 # Usage: bench/serve_load.sh [--model qwen2.5-0.5b] [--dtype bf16|f32] [--threads N] [--parallel N]
 #                            [--clients 1,4,8,16] [--pairs N] [--requests N] [--max-tokens N]
 #                            [--prompt-words N] [--txc PATH] [--llama-server PATH] [--work DIR]
-#                            [--shared DIR] [--json FILE] [--setup-only]
+#                            [--shared DIR] [--json FILE] [--setup-only] [--txc-only]
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,10 +23,11 @@ model=qwen2.5-0.5b
 dtype=bf16
 server=
 setup_only=0
+txc_only=0
 pass=()
 
 usage() {
-    sed -n '12,15p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '11,14p' "$0" | sed 's/^# \{0,1\}//'
     cat <<'USAGE'
 
   --model NAME       a bench/make_model.py config (default qwen2.5-0.5b)
@@ -44,6 +45,7 @@ usage() {
                      else bench/.work)
   --json FILE        also write every run and the summary as JSON
   --setup-only       build llama-server and write the model, run nothing
+  --txc-only         no llama-server (nothing built): txc serve alone, and txc generate at 1 client
 USAGE
 }
 
@@ -56,6 +58,7 @@ while [ $# -gt 0 ]; do
         --dtype) dtype=$2; shift 2 ;;
         --llama-server) server=$2; shift 2 ;;
         --setup-only) setup_only=1; shift ;;
+        --txc-only) txc_only=1; shift ;;
         -h|--help) usage; exit 0 ;;
         --threads|--parallel|--clients|--pairs|--requests|--max-tokens|--prompt-words|--json)
             [ $# -ge 2 ] || { echo "serve_load: $1 needs a value" >&2; exit 2; }
@@ -81,7 +84,9 @@ py=$venv/bin/python
 # ---- 2. llama-server from llama-cpp-python's source package ------------------------------------------
 src_dir=$work/llama-cpp-python
 build_dir=$work/llama-server-build
-if [ -z "$server" ]; then
+if [ "$txc_only" = 1 ]; then
+    server=none
+elif [ -z "$server" ]; then
     server=$build_dir/bin/llama-server
     # one built by another checkout's bench/.work is as good (same source package)
     if [ ! -x "$server" ]; then
@@ -90,7 +95,7 @@ if [ -z "$server" ]; then
         done
     fi
 fi
-if [ ! -x "$server" ]; then
+if [ "$txc_only" = 0 ] && [ ! -x "$server" ]; then
     exec 9>"$work/.llama-server-build.lock"
     flock -n 9 || { log "another llama-server build is running here; waiting"; flock 9; }
     if [ ! -x "$server" ]; then
@@ -121,5 +126,6 @@ out=$work/models/$model-$dtype
 "$py" "$here/make_model.py" "$model" "$out" --dtype "$dtype" --shared "$shared" >&2
 [ "$setup_only" = 1 ] && { log "ready: $server, $out"; exit 0; }
 [ -x "$txc" ] || { echo "serve_load: $txc not found (build txc first, or give --txc)" >&2; exit 2; }
-exec python3 "$here/serve_load.py" --txc "$txc" --llama-server "$server" --hf "$out/hf" --gguf "$out/model.gguf" \
-    "${pass[@]+"${pass[@]}"}"
+llama=(--llama-server "$server" --gguf "$out/model.gguf")
+[ "$txc_only" = 1 ] && llama=()
+exec python3 "$here/serve_load.py" --txc "$txc" --hf "$out/hf" "${llama[@]}" "${pass[@]+"${pass[@]}"}"
