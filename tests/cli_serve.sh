@@ -314,7 +314,7 @@ tail -c 200 "$tmp/long" | grep -q 'data: \[DONE\]' && ok "the running stream end
 
 # --- bad command lines ------------------------------------------------------------------------
 expect_error "--parallel 0" "--parallel" "$TXC" serve --parallel 0
-expect_error "--parallel 65" "--parallel must be at most 64" "$TXC" serve --parallel 65
+expect_error "--parallel 33" "--parallel must be at most 32" "$TXC" serve --parallel 33
 expect_error "--port 70000" "--port" "$TXC" serve --port 70000
 expect_error "--host nonsense" "--host" "$TXC" serve --model "$MODEL" --host nonsense --port 0
 expect_error "unknown option" "unknown" "$TXC" serve --bogus

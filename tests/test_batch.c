@@ -6,6 +6,8 @@
 #include "testutil.h"
 #include "txc/batch.h"
 #include "txc/ops.h"
+#include "txc/threads.h"
+#include "ops/kernels.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,9 +188,265 @@ static void test_arch_invariance(void **state)
     }
 }
 
+/* The API: errors before anything changes, busy slots, cancel, prefix
+ * reuse (the reused request's tokens equal a fresh run's on stories260K's
+ * float32 weights), logprobs, txc_batch_generate over a left-padded batch. */
+static void test_api(void **state)
+{
+    (void)state;
+    txc_model *m = load(stories());
+    const int64_t V = txc_model_config(m)->vocab_size;
+    txc_batch_options o = txc_batch_default_options();
+    o.n_slots = 2;
+    o.max_cache_len = 32;
+    o.prefill_chunk = 4;
+    o.n_slots = 0;
+    assert_null(txc_batch_new(m, &o));
+    assert_non_null(strstr(txc_last_error(), "n_slots"));
+    txc_clear_error();
+    o.n_slots = 2;
+    txc_batch *b = txc_batch_new(m, &o);
+    assert_non_null(b);
+    int32_t ids[40];
+    for (int i = 0; i < 40; i++)
+        ids[i] = 1 + (i * 37) % (int32_t)(V - 1);
+    txc_batch_request q = txc_batch_default_request(m, NULL);
+    q.input_ids = ids;
+    q.gen.max_new_tokens = 5;
+    q.gen.n_eos = 0;
+    int s;
+    txc_batch_event ev[TXC_BATCH_MAX_SLOTS];
+    int n;
+    /* errors */
+    q.n_input = 32;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_ERR_CAPACITY);
+    assert_non_null(strstr(txc_last_error(), "32 tokens"));
+    assert_non_null(strstr(txc_last_error(), "max_cache_len 32"));
+    txc_clear_error();
+    q.n_input = 3;
+    ids[1] = (int32_t)V;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_ERR_INVALID);
+    assert_non_null(strstr(txc_last_error(), "position 1"));
+    txc_clear_error();
+    ids[1] = 5;
+    q.presence_penalty = 3;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_ERR_INVALID);
+    assert_non_null(strstr(txc_last_error(), "presence_penalty"));
+    txc_clear_error();
+    q.presence_penalty = 0;
+    q.gen.do_sample = true;
+    q.gen.top_p = 2;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_ERR_INVALID);
+    assert_non_null(strstr(txc_last_error(), "top_p"));
+    txc_clear_error();
+    q.gen.do_sample = false;
+    q.top_logprobs = 21;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_ERR_INVALID);
+    txc_clear_error();
+    assert_int_equal(txc_batch_busy(b), 0);
+    assert_int_equal(txc_batch_step(b, ev, TXC_BATCH_MAX_SLOTS, &n), TXC_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(txc_batch_step(b, ev, 1, &n), TXC_ERR_INVALID);
+    txc_clear_error();
+    assert_int_equal(txc_batch_cancel(b, 0), TXC_ERR_INVALID);
+    txc_clear_error();
+
+    /* a fresh run of 10 ids (chunks of 4: three prefill steps), with logprobs */
+    q.top_logprobs = 3;
+    q.logprobs = true;
+    q.n_input = 10;
+    q.id = 7;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_OK);
+    assert_int_equal(s, 0);
+    int32_t fresh[5];
+    int got = 0, steps = 0;
+    while (txc_batch_busy(b)) {
+        assert_int_equal(txc_batch_step(b, ev, TXC_BATCH_MAX_SLOTS, &n), TXC_OK);
+        steps++;
+        for (int k = 0; k < n; k++) {
+            assert_int_equal(ev[k].id, 7);
+            assert_true(ev[k].n_top == 3 && ev[k].top_logprobs[0] >= ev[k].top_logprobs[1] &&
+                        ev[k].top_logprobs[1] >= ev[k].top_logprobs[2] && ev[k].logprob <= 0);
+            assert_int_equal(ev[k].top_ids[0], ev[k].token_id); /* greedy: the most likely */
+            assert_true(ev[k].logprob == ev[k].top_logprobs[0]);
+            fresh[got++] = ev[k].token_id;
+            assert_int_equal(ev[k].finish, got == 5 ? TXC_BATCH_LENGTH : TXC_BATCH_RUNNING);
+        }
+    }
+    assert_int_equal(got, 5);
+    assert_int_equal(steps, 3 + 4); /* 3 prefill chunks (the last gives token 1), 4 decodes */
+
+    /* the same prompt again: it takes slot 0 and reuses all but its last id */
+    q.logprobs = false;
+    assert_int_equal(txc_batch_add(b, &q, &s), TXC_OK);
+    assert_int_equal(s, 0);
+    /* another prompt meanwhile takes slot 1; both full: a third is refused */
+    txc_batch_request q2 = q;
+    int32_t other[6] = {1, 2, 3, 4, 5, 6};
+    q2.input_ids = other;
+    q2.n_input = 6;
+    q2.id = 8;
+    assert_int_equal(txc_batch_add(b, &q2, &s), TXC_OK);
+    assert_int_equal(s, 1);
+    assert_int_equal(txc_batch_add(b, &q2, &s), TXC_ERR_CAPACITY);
+    assert_non_null(strstr(txc_last_error(), "all 2 slots are busy"));
+    txc_clear_error();
+    got = 0;
+    int got8 = 0;
+    while (txc_batch_busy(b)) {
+        assert_int_equal(txc_batch_step(b, ev, TXC_BATCH_MAX_SLOTS, &n), TXC_OK);
+        for (int k = 0; k < n; k++) {
+            if (ev[k].id == 7) {
+                assert_int_equal(ev[k].n_reused, 9);
+                assert_int_equal(ev[k].token_id, fresh[got]);
+                got++;
+            } else if (++got8 == 2) {
+                assert_int_equal(txc_batch_cancel(b, ev[k].slot), TXC_OK); /* free at once */
+                assert_int_equal(txc_batch_busy(b), got == 5 ? 0 : 1);
+            }
+        }
+    }
+    assert_int_equal(got, 5);
+    assert_int_equal(got8, 2);
+    txc_batch_stats st = txc_batch_get_stats(b);
+    assert_int_equal(st.requests, 3);
+    assert_int_equal(st.reused_tokens, 9);
+    assert_int_equal(st.prefill_tokens, 10 + 1 + 6);
+    txc_batch_free(b);
+
+    /* a left-padded batch: each row as that row alone */
+    int32_t grid[3 * 8];
+    uint8_t mask[3 * 8];
+    memset(grid, 0, sizeof grid);
+    memset(mask, 0, sizeof mask);
+    const int lens[3] = {8, 3, 5};
+    for (int r = 0; r < 3; r++)
+        for (int j = 8 - lens[r]; j < 8; j++)
+            grid[r * 8 + j] = ids[r + j], mask[r * 8 + j] = 1;
+    txc_generate_result res[3], one;
+    q.logprobs = false;
+    q.top_logprobs = 0;
+    o.n_slots = 2;
+    assert_int_equal(txc_batch_generate(m, &o, 3, 8, grid, mask, &q, res), TXC_OK);
+    for (int r = 0; r < 3; r++) {
+        assert_int_equal(txc_batch_generate(m, &o, 1, lens[r], grid + r * 8 + 8 - lens[r], NULL, &q, &one), TXC_OK);
+        assert_int_equal(res[r].n_new, 5);
+        assert_string_equal(res[r].stop_reason, "max_new_tokens");
+        assert_memory_equal(res[r].new_ids, one.new_ids, sizeof(int32_t) * 5);
+        txc_generate_result_free(&res[r]);
+        txc_generate_result_free(&one);
+    }
+    mask[1 * 8 + 6] = 0; /* a hole: not left padding */
+    assert_int_equal(txc_batch_generate(m, &o, 3, 8, grid, mask, &q, res), TXC_ERR_INVALID);
+    assert_non_null(strstr(txc_last_error(), "row 1"));
+    txc_clear_error();
+    txc_model_free(m);
+
+    /* dynamic NTK RoPE is refused (rows would depend on each other) */
+    m = load(tu_path("%s/tests/fixtures/arch/llama_dynamic", tu_source_dir()));
+    assert_null(txc_batch_new(m, NULL));
+    assert_int_equal(txc_last_status(), TXC_ERR_UNSUPPORTED);
+    txc_clear_error();
+    txc_model_free(m);
+}
+
+/* Requests coming and going do not recompile: after a first wave has made
+ * the plans (prefill buckets, decode row counts), a second wave of other
+ * prompts with other lengths in another order compiles nothing. */
+static void test_no_recompile(void **state)
+{
+    (void)state;
+    txc_model *m = load(stories());
+    txc_batch_options o = txc_batch_default_options();
+    o.n_slots = 4;
+    o.max_cache_len = 48;
+    o.prefill_chunk = 8;
+    txc_batch *b = txc_batch_new(m, &o);
+    assert_non_null(b);
+    int32_t ids[N_REQ][64];
+    txc_batch_event ev[TXC_BATCH_MAX_SLOTS];
+    int64_t after_first = 0;
+    for (int wave = 0; wave < 2; wave++) {
+        static const int order[2][N_REQ] = {{0, 1, 2, 3, 4}, {3, 0, 4, 2, 1}};
+        int next = 0, done = 0, n;
+        while (done < N_REQ) {
+            while (next < N_REQ && txc_batch_busy(b) < o.n_slots) {
+                int r = order[wave][next++], s;
+                txc_batch_request q = request(m, r, true, ids[r], NULL);
+                q.gen.max_new_tokens = wave ? 12 - 2 * r : 4 + 3 * r;
+                q.gen.seed += (uint64_t)wave;
+                ids[r][0] = (int32_t)(ids[r][0] + wave) % (int32_t)txc_model_config(m)->vocab_size;
+                assert_int_equal(txc_batch_add(b, &q, &s), TXC_OK);
+            }
+            assert_int_equal(txc_batch_step(b, ev, TXC_BATCH_MAX_SLOTS, &n), TXC_OK);
+            for (int k = 0; k < n; k++)
+                done += ev[k].finish != TXC_BATCH_RUNNING;
+        }
+        if (wave == 0)
+            after_first = txc_batch_get_stats(b).compilations;
+    }
+    assert_true(after_first > 0);
+    assert_int_equal(txc_batch_get_stats(b).compilations, after_first);
+    txc_batch_free(b);
+    txc_model_free(m);
+}
+
+/* The row invariance the batch rests on (ops/kernels.h): every row of a
+ * GEMM with 2..TXC_KERN_ROWS_INVARIANT_MAX rows has the bits of that row
+ * alone, for every weight dtype, odd N and K (both tails), 1 and 2 threads,
+ * every SIMD level this machine has. */
+static void test_gemm_row_invariance(void **state)
+{
+    (void)state;
+    static const int64_t Ns[] = {1, 7, 37, 130}, Ks[] = {5, 64, 203};
+    static const txc_dtype dts[] = {TXC_F32, TXC_BF16, TXC_F16};
+    const int M = TXC_KERN_ROWS_INVARIANT_MAX;
+    int saved = txc_threads_get();
+    for (int level = 0; level <= txc_kern_simd_level(); level++)
+        for (int threads = 1; threads <= 2; threads++) {
+            txc_kern_set_simd_level(level);
+            assert_int_equal(txc_threads_set(threads), TXC_OK);
+            for (size_t a = 0; a < 4; a++)
+                for (size_t c = 0; c < 3; c++)
+                    for (size_t d = 0; d < 3; d++) {
+                        int64_t N = Ns[a], K = Ks[c];
+                        float *A = malloc(sizeof(float) * (size_t)(M * K)), *C = malloc(sizeof(float) * (size_t)(M * N));
+                        float *one = malloc(sizeof(float) * (size_t)N), *Bf = malloc(sizeof(float) * (size_t)(N * K));
+                        uint16_t *Bh = malloc(sizeof(uint16_t) * (size_t)(N * K));
+                        assert_true(A && C && one && Bf && Bh);
+                        uint64_t x = 12345;
+                        for (int64_t i = 0; i < M * K; i++) {
+                            x = x * 6364136223846793005ull + 1442695040888963407ull;
+                            A[i] = (float)((int64_t)(x >> 40) - (1 << 23)) / (float)(1 << 20);
+                        }
+                        for (int64_t i = 0; i < N * K; i++) {
+                            x = x * 6364136223846793005ull + 1442695040888963407ull;
+                            Bf[i] = (float)((int64_t)(x >> 40) - (1 << 23)) / (float)(1 << 22);
+                            Bh[i] = dts[d] == TXC_BF16 ? txc_f32_to_bf16(Bf[i]) : txc_f32_to_f16(Bf[i]);
+                        }
+                        const void *B = dts[d] == TXC_F32 ? (const void *)Bf : (const void *)Bh;
+                        for (int m = 2; m <= M; m += m < 8 ? 1 : 5) {
+                            txc_kern_gemm_nt(m, N, K, A, K, B, dts[d], K, C, N);
+                            for (int i = 0; i < m; i++) {
+                                txc_kern_gemm_nt(1, N, K, A + i * K, K, B, dts[d], K, one, N);
+                                if (memcmp(one, C + i * N, sizeof(float) * (size_t)N) != 0)
+                                    fail_msg("simd %d, %d threads, %s, M %d N %lld K %lld: row %d differs from M = 1",
+                                             level, threads, txc_dtype_name(dts[d]), m, (long long)N, (long long)K, i);
+                            }
+                        }
+                        free(A), free(C), free(one), free(Bf), free(Bh);
+                    }
+        }
+    txc_kern_set_simd_level(-1);
+    assert_int_equal(txc_threads_set(saved), TXC_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_api),
+        cmocka_unit_test(test_no_recompile),
+        cmocka_unit_test(test_gemm_row_invariance),
         cmocka_unit_test(test_stories_invariance),
         cmocka_unit_test(test_arch_invariance),
     };

@@ -73,7 +73,7 @@
 extern "C" {
 #endif
 
-#define TXC_BATCH_MAX_SLOTS 64
+#define TXC_BATCH_MAX_SLOTS 32 /* = the GEMMs' row-invariance bound, TXC_KERN_ROWS_INVARIANT_MAX */
 #define TXC_BATCH_MAX_TOP_LOGPROBS 20 /* OpenAI's top_logprobs limit */
 
 typedef struct txc_batch_options {

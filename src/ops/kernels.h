@@ -57,6 +57,24 @@ void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
 void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
                       txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
 
+/* Row invariance (what batched decoding's bit-exactness rests on,
+ * txc/batch.h): txc_kern_gemm_nt with 1 < M <= TXC_KERN_ROWS_INVARIANT_MAX
+ * runs txc_kern_gemv_rows, which gives every row of C the bits of
+ * txc_kern_gemm_nt(1, N, K, that row, ...) — whatever M, the other rows,
+ * the thread count — and reads B once for all rows on AVX2 (gemv_batch.c:
+ * the one-row kernel's per-element order in 4 x 2 tiles). So below the
+ * bound the GEMM never switches summation order with M: no AVX-512 tiles
+ * of another order, no AMX (which rounds A to bfloat16: only for M above
+ * the bound), no half-to-float block conversion path. On AVX-512 and the
+ * portable build the rows run one at a time through the one-row GEMV (the
+ * same bits; B read once per row). Above the bound (long prefills) the
+ * fastest kernel for M is used and rows may differ in the last bits from
+ * M = 1. The NN kernels (transposed weights) compute every element in k
+ * order whatever M and are row-invariant at any M. */
+#define TXC_KERN_ROWS_INVARIANT_MAX 32
+void txc_kern_gemv_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B, txc_dtype bdt,
+                        int64_t ldb, float *C, int64_t ldc);
+
 /* One matrix of a grouped GEMV: C[j] = sum_k A[k] * B[j,k] for j < N (B
  * rows of stride ldb, float32/bfloat16/float16; C float32). */
 typedef struct txc_gemv_part {

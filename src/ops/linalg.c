@@ -773,6 +773,10 @@ static void gemm(bool nn, int64_t M, int64_t N, int64_t K, const float *A, int64
             memset(C + i * ldc, 0, (size_t)N * sizeof(float));
         return;
     }
+    if (!nn && M > 1 && M <= TXC_KERN_ROWS_INVARIANT_MAX) { /* every row as M = 1 (kernels.h) */
+        txc_kern_gemv_rows(M, N, K, A, lda, B, bdt, ldb, C, ldc);
+        return;
+    }
     const int64_t align = nn ? 64 : 16;
     int threads = txc_threads_get();
     if (!nn && M == 1 && threads > 1 && (double)N * (double)K >= PAR_MIN_MACS && N >= 2 * align) {

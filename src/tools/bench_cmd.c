@@ -58,6 +58,7 @@
 #include "txc/generate.h"
 #include "txc/model.h"
 #include "txc/synthetic.h"
+#include "tools/bench_batch.h"
 #include "txc/threads.h"
 #include "txc/tokenizer.h"
 
@@ -151,6 +152,7 @@ static void usage_bench(FILE *f)
             "                 [--max-cache-len N] [--baseline-limit SECONDS] [--json]\n"
             "                 [--compile-cache DIR | --no-compile-cache] [--threads N] [--membw]\n"
             "                 [--mmap | --no-mmap | --weights mmap,copy] [--no-hugepages] [--profile]\n"
+            "                 [--batch 1,2,4,8]\n"
             "\n"
             "The torchax article's table for one model on this machine: greedy generation of the\n"
             "same prompt in each mode, each with a fresh generator, no stop on eos.\n"
@@ -169,6 +171,9 @@ static void usage_bench(FILE *f)
             "  --max-cache-len N    StaticCache length (default: prompt + new tokens)\n"
             "  --baseline-limit S   stop the no-cache rows after S seconds (default 120; 0: never)\n"
             "  --json               print one JSON object instead of the table\n"
+            "  --batch LIST         instead of the table: B sequences decoded together (txc serve's\n"
+            "                       slots, one forward per token for all rows) for each B of LIST:\n"
+            "                       aggregate and per-sequence decode tok/s, and against batch 1\n"
             "  --compile-cache DIR  save compiled plans to DIR and load them from it (default:\n"
             "                       $XDG_CACHE_HOME/txc, else $HOME/.cache/txc)\n"
             "  --no-compile-cache   compile every plan in this process\n"
@@ -978,6 +983,7 @@ int txc_cmd_bench(int argc, char **argv)
     int64_t threads = 0;
     const char *compile_cache = NULL, *weights_list = NULL;
     txc_model_options wopts = {0}; /* --mmap / --no-mmap / --no-hugepages */
+    int batch_sizes[TXC_BENCH_MAX_BATCHES], n_batch_sizes = 0; /* --batch */
     static const struct option longopts[] = {
         {"model", required_argument, 0, 'm'},        {"synthetic", required_argument, 0, 's'},
         {"dtype", required_argument, 0, 'd'},        {"seed", required_argument, 0, 'S'},
@@ -987,7 +993,7 @@ int txc_cmd_bench(int argc, char **argv)
         {"json", no_argument, 0, 'j'},               {"help", no_argument, 0, 'h'},
         {"compile-cache", required_argument, 0, 'C'}, {"no-compile-cache", no_argument, 0, 'N'},
         {"threads", required_argument, 0, 'T'},      {"membw", no_argument, 0, 'W'},
-        {"profile", no_argument, 0, 'R'},
+        {"profile", no_argument, 0, 'R'},          {"batch", required_argument, 0, 'b'},
         {"weights", required_argument, 0, 'w'},      TXC_CLI_WEIGHTS_LONGOPTS,
         {0, 0, 0, 0},
     };
@@ -1009,6 +1015,10 @@ int txc_cmd_bench(int argc, char **argv)
         case 'N': no_compile_cache = true; break;
         case 'W': membw = true; break;
         case 'R': profile = true; break;
+        case 'b':
+            if (!txc_bench_parse_batch_list(optarg, batch_sizes, TXC_BENCH_MAX_BATCHES, &n_batch_sizes))
+                return EXIT_ERROR;
+            break;
         case 'T':
             if (!txc_cli_parse_threads(optarg, &threads))
                 return EXIT_ERROR;
@@ -1206,6 +1216,13 @@ int txc_cmd_bench(int argc, char **argv)
     cpu_model(bi.cpu, sizeof bi.cpu);
     bi.cores = sysconf(_SC_NPROCESSORS_ONLN);
     bi.threads = txc_threads_get();
+    if (n_batch_sizes > 0) { /* --batch: the batched decode rows instead of the table */
+        int brc = txc_bench_batch(model, bi.model, batch_sizes, n_batch_sizes, prompt, (int64_t)n_prompt, new_tokens,
+                                  bi.max_cache_len, json, bi.cpu);
+        free(prompt);
+        txc_model_free(model);
+        return brc;
+    }
 
     if (progress)
         fprintf(stderr, "bench: compute peak...\n");

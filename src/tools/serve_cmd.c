@@ -5,6 +5,7 @@
  * a grace time, then cancels it) and the process exits 0. */
 #include "tools/serve_cmd.h"
 #include "tools/cli.h"
+#include "txc/batch.h"
 #include "txc/chat_template.h"
 #include "txc/serve.h"
 
@@ -34,7 +35,7 @@ static void usage_serve(FILE *f)
             "  --model DIR         model folder (default: $TXC_MODEL, else " DEFAULT_MODEL_REL ")\n"
             "  --host ADDR         address to listen on (default 127.0.0.1)\n"
             "  --port N            TCP port (default 8080; 0: any free port, printed at the start)\n"
-            "  --parallel N        slots, requests decoded together, 1 to 64 (default 8)\n"
+            "  --parallel N        slots, requests decoded together, 1 to %d (default 8)\n"
             "  --max-cache-len N   tokens per slot, prompt + completion (default: 4096, at most\n"
             "                      max_position_embeddings)\n"
             "  --api-key KEY       require 'Authorization: Bearer KEY' (GET /health excepted)\n"
@@ -46,7 +47,8 @@ static void usage_serve(FILE *f)
             "  --timeout S         close a connection that sends or reads nothing for S seconds\n"
             "                      (a slow or stalled client; default 30)\n"
             "  --verbose           one line per request on stderr\n"
-            "Sampling defaults of the requests (a request's own fields override them):\n" TXC_CLI_GEN_HELP);
+            "Sampling defaults of the requests (a request's own fields override them):\n" TXC_CLI_GEN_HELP,
+            TXC_BATCH_MAX_SLOTS);
 }
 
 static const char *base_name(const char *dir, char *buf, size_t cap)
@@ -114,8 +116,8 @@ int txc_cmd_serve(int argc, char **argv)
         case OPT_PARALLEL:
             if (!txc_cli_parse_int("--parallel", optarg, 1, &v))
                 return EXIT_ERROR;
-            if (v > 64) {
-                fprintf(stderr, "txc: --parallel must be at most 64, got %lld\n", (long long)v);
+            if (v > TXC_BATCH_MAX_SLOTS) {
+                fprintf(stderr, "txc: --parallel must be at most %d, got %lld\n", TXC_BATCH_MAX_SLOTS, (long long)v);
                 return EXIT_ERROR;
             }
             so.parallel = (int)v;

@@ -12,6 +12,7 @@
  * Exit status: 0 on success, 2 on any error (one line on stderr).
  */
 #include "txc/generate.h"
+#include "tools/generate_batch.h"
 #include "txc/model.h"
 #include "txc/threads.h"
 #include "txc/tokenizer.h"
@@ -43,9 +44,16 @@ static void usage_generate(FILE *f)
             "                    [--top-p F] [--min-p F] [--repetition-penalty F] [--seed N]\n"
             "                    [--stop STRING]... [--compile-cache DIR | --no-compile-cache]\n"
             "                    [--dtype f32|bf16|f16] [--threads N] [--mmap|--no-mmap]\n"
+            "                    [--prompt-file FILE [--batch-size N] [--json]]\n"
             "\n"
             "Text generation from a Hugging Face model folder (config.json,\n"
             "model.safetensors, tokenizer.json); the continuation is streamed to stdout.\n"
+            "  --prompt-file FILE  one prompt a line, generated together (continuous batching over\n"
+            "                      --batch-size slots); one output a line in the file's order\n"
+            "                      (newlines in it as \\n), each the output of its prompt alone\n"
+            "  --batch-size N      slots of --prompt-file, 1 to 32 (default 8)\n"
+            "  --json              with --prompt-file: one JSON object a line (index, prompt, text,\n"
+            "                      token_ids, finish_reason, prompt_tokens, completion_tokens)\n"
             "  --model DIR         model folder (default: $TXC_MODEL, else " DEFAULT_MODEL_REL ")\n"
             "  --prompt TEXT       prompt (default: empty, i.e. BOS only)\n"
             "  --max-new-tokens N  at most N new tokens (default: generation_config.json, else 256)\n"
@@ -59,6 +67,7 @@ static void usage_generate(FILE *f)
 }
 
 #define MAX_STOP_STRINGS 32
+#define TXC_CLI_MAX_BATCH 32 /* TXC_BATCH_MAX_SLOTS */
 
 typedef struct stream_ctx {
     txc_detok_stream *detok;
@@ -149,10 +158,15 @@ static int cmd_generate(int argc, char **argv)
     txc_cli_gen_flags gf; /* decoding and running flags (shared with chat) */
     txc_cli_gen_flags_init(&gf);
     stream_ctx sc = {0};
-    enum { OPT_STOP = 256 };
+    enum { OPT_STOP = 256, OPT_PROMPT_FILE, OPT_BATCH_SIZE, OPT_JSON };
+    const char *prompt_file = NULL;
+    int64_t batch_size = 8;
+    bool json = false, prompt_given = false;
     static const struct option longopts[] = {
         TXC_CLI_GEN_LONGOPTS,
         {"stop", required_argument, 0, OPT_STOP},
+        {"prompt-file", required_argument, 0, OPT_PROMPT_FILE}, {"batch-size", required_argument, 0, OPT_BATCH_SIZE},
+        {"json", no_argument, 0, OPT_JSON},
         {"model", required_argument, 0, 'm'},          {"prompt", required_argument, 0, 'p'},
         {"max-new-tokens", required_argument, 0, 'n'}, {"cache", required_argument, 0, 'c'},
         {"max-cache-len", required_argument, 0, 'L'},  {"verbose", no_argument, 0, 'v'},
@@ -175,7 +189,18 @@ static int cmd_generate(int argc, char **argv)
             continue;
         switch (ch) {
         case 'm': model_dir = optarg; break;
-        case 'p': prompt = optarg; break;
+        case 'p': prompt = optarg, prompt_given = true; break;
+        case OPT_PROMPT_FILE: prompt_file = optarg; break;
+        case OPT_JSON: json = true; break;
+        case OPT_BATCH_SIZE:
+            if (!txc_cli_parse_int("--batch-size", optarg, 1, &batch_size))
+                return EXIT_ERROR;
+            if (batch_size > TXC_CLI_MAX_BATCH) {
+                fprintf(stderr, "txc: --batch-size must be 1 to %d, got %lld\n", TXC_CLI_MAX_BATCH,
+                        (long long)batch_size);
+                return EXIT_ERROR;
+            }
+            break;
         case 'n':
             if (!txc_cli_parse_int("--max-new-tokens", optarg, 1, &max_new_tokens))
                 return EXIT_ERROR;
@@ -211,6 +236,15 @@ static int cmd_generate(int argc, char **argv)
     txc_cache_kind cache = TXC_CACHE_STATIC;
     if (cache_name && txc_cache_kind_parse(cache_name, &cache) != TXC_OK)
         return txc_cli_fail("--cache");
+    if (prompt_file && (prompt_given || cache != TXC_CACHE_STATIC)) {
+        fprintf(stderr, "txc: --prompt-file takes the prompts from the file and runs on a StaticCache (no --prompt, "
+                        "no --cache %s)\n", prompt_given ? "" : cache_name);
+        return EXIT_ERROR;
+    }
+    if (!prompt_file && json) {
+        fprintf(stderr, "txc: --json needs --prompt-file (the output of one prompt is streamed as text)\n");
+        return EXIT_ERROR;
+    }
     if (!(model_dir = txc_cli_model_dir(model_dir)))
         return EXIT_ERROR;
 
@@ -228,6 +262,17 @@ static int cmd_generate(int argc, char **argv)
     opts.cache = cache;
     opts.max_cache_len = max_cache_len;
     txc_cli_gen_flags_apply(&gf, &opts);
+    if (prompt_file) {
+        txc_cli_batch_args ba = {.prompt_file = prompt_file, .batch_size = batch_size, .max_cache_len = max_cache_len,
+                                 .json = json, .verbose = verbose, .max_new_tokens = max_new_tokens, .gcfg = &gcfg,
+                                 .stop = sc.stop, .n_stop = sc.n_stop};
+        if (verbose)
+            txc_cli_print_load(stderr, model, load_ms);
+        rc = txc_cli_generate_file(model, tok, &opts, &ba);
+        txc_tokenizer_free(tok);
+        txc_model_free(model);
+        return rc;
+    }
     sc.detok = txc_detok_stream_new(tok, true);
     opts.on_token = print_token;
     opts.ctx = &sc;

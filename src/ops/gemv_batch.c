@@ -1,0 +1,208 @@
+/* The multi-row GEMV: C = A·Bᵀ for a few rows of A (a batched decode
+ * step, a short prompt chunk) with every row's bits those of the one-row
+ * GEMV, and B read from memory once for all rows. See kernels.h
+ * ("row invariance").
+ *
+ * AVX2 (the one-row path is linalg.c's nt_avx2 in 1 x 4 / 1 x 1 tiles): per
+ * element C[i,j], an 8-lane float32 accumulator over k in steps of 8
+ * (_mm256_fmadd_ps, k ascending), a scalar tail over the last K % 8 k
+ * (separate multiply and add: C11 without FP contraction), then the
+ * horizontal sum of the 4-column tiles (hsum8x4: ((a0+a1)+(a2+a3)) +
+ * ((a4+a5)+(a6+a7))) for the columns below N - N % 4 and of the 1-column
+ * tiles (hsum8: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7))) for the last N % 4,
+ * plus the tail. Here the same per-element arithmetic runs in 4 x 2 tiles
+ * (4 rows of A, 2 rows of B: 8 accumulators, 2 B vectors, 1 A vector fit
+ * the 16 registers), each pair of B rows converted once per 4 rows of A and
+ * re-read from L1 by the next 4; with 8..15 rows in 8 x 1 tiles (one B
+ * vector converted once for 8 rows: 20% less CPU time than 4 x 2 at 8 rows
+ * on qwen2.5-0.5b's up_proj; at 16 rows, where A no longer fits L1, 4 x 2
+ * is faster). The reduction picks the formula by the column's tile in the
+ * one-row kernel, so the bits are equal.
+ *
+ * AVX-512 and the portable build: the one-row GEMV per row (its bits by
+ * construction; B is then read once per row — a multi-row AVX-512 kernel
+ * with gemv_tile512's order is not written here).
+ *
+ * Threads: columns in chunks of 16 (dynamic); a column's arithmetic does
+ * not depend on its chunk. */
+#include "ops/kernels.h"
+#include "txc/threads.h"
+
+#include <string.h>
+
+#if TXC_HAVE_X86
+/* (as linalg.c's ld8 / ld1 / hsum8 / hsum8x4) */
+TXC_INLINE_AVX2 __m256 rows_ld8(const char *p, const int dt)
+{
+    if (dt == TXC_F32)
+        return _mm256_loadu_ps((const float *)p);
+    if (dt == TXC_BF16)
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+TXC_INLINE_AVX2 float rows_ld1(const char *p, const int dt)
+{
+    uint16_t h;
+    if (dt == TXC_F32) {
+        float f;
+        memcpy(&f, p, 4);
+        return f;
+    }
+    memcpy(&h, p, 2);
+    return dt == TXC_BF16 ? txc_bf16_to_f32(h) : _cvtsh_ss(h);
+}
+
+TXC_INLINE_AVX2 float rows_hsum8(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* Lane 0 of linalg.c's hsum8x4(v, ., ., .): ((v0+v1)+(v2+v3)) + ((v4+v5)+(v6+v7)). */
+TXC_INLINE_AVX2 float rows_hsum8x4(__m256 v)
+{
+    __m256 ab = _mm256_hadd_ps(v, v);
+    __m256 abcd = _mm256_hadd_ps(ab, ab);
+    return _mm_cvtss_f32(_mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+}
+
+/* Prefetch distance of the weight stream, bytes ahead of the read (the
+ * first 4 rows of A only: the others read B from L1). */
+#ifndef ROWS_PREFETCH
+#define ROWS_PREFETCH 4096
+#endif
+
+/* MR rows of A x NR rows of B (MR <= 8, NR <= 2, MR * NR <= 8; constants after inlining);
+ * columns j0.. of the whole C, those >= n4 reduced as 1-column tiles. */
+TXC_INLINE_AVX2 void rows_tile(const int PF, const int MR, const int NR, const int DT, int64_t K, const float *A, int64_t lda,
+                               const char *B, int64_t ldb, float *C, int64_t ldc, int64_t j0, int64_t n4)
+{
+    const size_t es = DT == TXC_F32 ? 4 : 2;
+    const char *b[2];
+    __m256 acc[8][2];
+    for (int j = 0; j < NR; j++)
+        b[j] = B + (size_t)(j * ldb) * es;
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++)
+            acc[i][j] = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 8 <= K; k += 8) {
+        __m256 bv[2];
+        for (int j = 0; j < NR; j++) {
+            if (PF)
+                _mm_prefetch(b[j] + (size_t)k * es + ROWS_PREFETCH, _MM_HINT_T0);
+            bv[j] = rows_ld8(b[j] + (size_t)k * es, DT);
+        }
+        for (int i = 0; i < MR; i++) {
+            __m256 a = _mm256_loadu_ps(A + i * lda + k);
+            for (int j = 0; j < NR; j++)
+                acc[i][j] = _mm256_fmadd_ps(a, bv[j], acc[i][j]);
+        }
+    }
+    float tail[8][2];
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++)
+            tail[i][j] = 0.0f;
+    for (; k < K; k++)
+        for (int i = 0; i < MR; i++)
+            for (int j = 0; j < NR; j++)
+                tail[i][j] += A[i * lda + k] * rows_ld1(b[j] + (size_t)k * es, DT);
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++)
+            C[i * ldc + j] = (j0 + j < n4 ? rows_hsum8x4(acc[i][j]) : rows_hsum8(acc[i][j])) + tail[i][j];
+}
+
+#define ROWS_TILE_M(NR, DT)                                                                                   \
+    do {                                                                                                      \
+        int64_t i = 0;                                                                                        \
+        for (; NR == 1 && M >= 8 && M < 16 && i + 8 <= M; i += 8)                                             \
+            rows_tile(i == 0, 8, NR, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc, j, n4);           \
+        for (; i + 4 <= M; i += 4)                                                                            \
+            rows_tile(i == 0, 4, NR, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc, j, n4);                   \
+        switch (M - i) {                                                                                      \
+        case 3: rows_tile(i == 0, 3, NR, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc, j, n4); break;        \
+        case 2: rows_tile(i == 0, 2, NR, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc, j, n4); break;        \
+        case 1: rows_tile(i == 0, 1, NR, DT, K, A + i * lda, lda, b, ldb, C + i * ldc + j, ldc, j, n4); break;        \
+        default: break;                                                                                       \
+        }                                                                                                     \
+    } while (0)
+
+/* Columns [c0, c1) of C (B rows c0.. of the whole B). */
+TXC_INLINE_AVX2 void rows_cols(const int DT, int64_t M, int64_t c0, int64_t c1, int64_t n4, int64_t K, const float *A,
+                               int64_t lda, const char *B, int64_t ldb, float *C, int64_t ldc)
+{
+    const size_t es = DT == TXC_F32 ? 4 : 2;
+    int64_t j = c0;
+    for (; M >= 8 && M < 16 && j < c1; j++) { /* 8..15 rows: 8 x 1 tiles (one B vector, 8 accumulators) */
+        const char *b = B + (size_t)(j * ldb) * es;
+        ROWS_TILE_M(1, DT);
+    }
+    for (; j + 2 <= c1; j += 2) {
+        const char *b = B + (size_t)(j * ldb) * es;
+        ROWS_TILE_M(2, DT);
+    }
+    for (; j < c1; j++) {
+        const char *b = B + (size_t)(j * ldb) * es;
+        ROWS_TILE_M(1, DT);
+    }
+}
+
+TXC_AVX2 static void rows_avx2(txc_dtype dt, int64_t M, int64_t c0, int64_t c1, int64_t n4, int64_t K, const float *A,
+                               int64_t lda, const void *B, int64_t ldb, float *C, int64_t ldc)
+{
+    if (dt == TXC_F32)
+        rows_cols(TXC_F32, M, c0, c1, n4, K, A, lda, B, ldb, C, ldc);
+    else if (dt == TXC_BF16)
+        rows_cols(TXC_BF16, M, c0, c1, n4, K, A, lda, B, ldb, C, ldc);
+    else
+        rows_cols(TXC_F16, M, c0, c1, n4, K, A, lda, B, ldb, C, ldc);
+}
+
+typedef struct rows_job {
+    int64_t M, N, K, lda, ldb, ldc, chunk;
+    const float *A;
+    const void *B;
+    txc_dtype bdt;
+    float *C;
+} rows_job;
+
+static void rows_task(void *ctx, int64_t t)
+{
+    const rows_job *j = ctx;
+    int64_t c0 = t * j->chunk, c1 = c0 + j->chunk < j->N ? c0 + j->chunk : j->N;
+    if (c0 < c1)
+        rows_avx2(j->bdt, j->M, c0, c1, j->N - j->N % 4, j->K, j->A, j->lda, j->B, j->ldb, j->C, j->ldc);
+}
+#endif
+
+/* Below this many multiply-adds the rows run on the calling thread (as
+ * linalg.c's PAR_MIN_MACS). */
+#define ROWS_PAR_MIN_MACS (64 * 1024)
+/* Column chunks per thread (taken on demand, as the one-row GEMV's). */
+#define ROWS_CHUNKS 8
+
+void txc_kern_gemv_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B, txc_dtype bdt,
+                        int64_t ldb, float *C, int64_t ldc)
+{
+    if (M <= 0 || N <= 0)
+        return;
+#if TXC_HAVE_X86
+    if (txc_kern_simd_level() == 1 && K > 0) {
+        rows_job j = {M, N, K, lda, ldb, ldc, N, A, B, bdt, C};
+        int threads = txc_threads_get();
+        if (threads > 1 && (double)M * (double)N * (double)K >= ROWS_PAR_MIN_MACS && N >= 32) {
+            int64_t chunk = (N + threads * ROWS_CHUNKS - 1) / (threads * ROWS_CHUNKS);
+            j.chunk = (chunk + 15) / 16 * 16;
+            txc_parallel_for_dynamic((N + j.chunk - 1) / j.chunk, rows_task, &j);
+        } else {
+            rows_task(&j, 0);
+        }
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < M; i++)
+        txc_kern_gemm_nt(1, N, K, A + i * lda, lda, B, bdt, ldb, C + i * ldc, ldc);
+}

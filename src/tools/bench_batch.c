@@ -1,0 +1,173 @@
+/* `txc bench --batch LIST`: aggregate and per-sequence decode tok/s of B
+ * sequences generated together through txc/batch.h's slots (one decode
+ * forward per token for all B rows), for each B of LIST. See
+ * src/tools/bench_batch.h. */
+#include "tools/bench_batch.h"
+#include "tools/cli.h"
+#include "txc/batch.h"
+#include "txc/threads.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* This process's CPU time (all threads), ms: on a shared machine the wall
+ * time of a step includes other processes' turns. */
+static double cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+bool txc_bench_parse_batch_list(const char *s, int *sizes, int max, int *n)
+{
+    *n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > TXC_BATCH_MAX_SLOTS || (*end && *end != ',') || *n >= max) {
+            fprintf(stderr, "txc: --batch expects comma-separated sizes in [1, %d] (at most %d of them), got '%s'\n",
+                    TXC_BATCH_MAX_SLOTS, max, s);
+            return false;
+        }
+        sizes[(*n)++] = (int)v;
+        p = *end ? end + 1 : end;
+    }
+    if (*n == 0) {
+        fprintf(stderr, "txc: --batch expects comma-separated sizes, got '%s'\n", s);
+        return false;
+    }
+    return true;
+}
+
+typedef struct batch_row {
+    int B;
+    double decode_ms, prefill_ms, decode_cpu_ms;
+    int64_t decode_tokens;
+    int64_t compilations;
+} batch_row;
+
+/* B requests of the prompt (row r: the prompt with its first id shifted by
+ * r, so the rows are distinct sequences), each new_tokens long, no eos;
+ * the decode rows count the steps of the whole batch: after every row got
+ * its first token (prefills are one slot per step) and before the first
+ * row ends. */
+static txc_status run_batch(txc_model *model, int B, const int32_t *prompt, int64_t n_prompt, int64_t new_tokens,
+                            int64_t max_cache_len, bool warm, batch_row *row)
+{
+    const int64_t V = txc_model_config(model)->vocab_size;
+    txc_batch_options o = txc_batch_default_options();
+    o.n_slots = B;
+    o.max_cache_len = max_cache_len;
+    txc_batch *b = txc_batch_new(model, &o);
+    if (!b)
+        return txc_last_status();
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n_prompt * B));
+    txc_status st = ids ? TXC_OK : txc_error(TXC_ERR_NOMEM, "out of memory (bench)");
+    for (int r = 0; r < B && st == TXC_OK; r++) {
+        memcpy(ids + r * n_prompt, prompt, sizeof(int32_t) * (size_t)n_prompt);
+        ids[r * n_prompt] = (int32_t)(((int64_t)prompt[0] + r) % V);
+        txc_batch_request q = txc_batch_default_request(model, NULL);
+        q.id = (uint64_t)r;
+        q.input_ids = ids + r * n_prompt;
+        q.n_input = n_prompt;
+        q.gen.max_new_tokens = warm ? 2 : new_tokens;
+        q.gen.n_eos = 0;
+        q.gen.do_sample = false;
+        q.gen.repetition_penalty = 1.0;
+        q.cache_prompt = false;
+        int s;
+        st = txc_batch_add(b, &q, &s);
+    }
+    txc_batch_event ev[TXC_BATCH_MAX_SLOTS];
+    int started = 0, finished = 0;
+    double t_decode = 0;
+    while (st == TXC_OK && finished < B) {
+        int n;
+        bool decoding = started == B;
+        double t0 = txc_cli_now_ms(), c0 = cpu_ms();
+        st = txc_batch_step(b, ev, TXC_BATCH_MAX_SLOTS, &n);
+        double dt = txc_cli_now_ms() - t0, dc = cpu_ms() - c0;
+        for (int k = 0; k < n && st == TXC_OK; k++) {
+            started += ev[k].n_new == 1;
+            finished += ev[k].finish != TXC_BATCH_RUNNING;
+        }
+        if (decoding && n == B) { /* a step of the whole batch: B rows in one decode forward */
+            row->decode_tokens += n;
+            t_decode += dt;
+            row->decode_cpu_ms += dc;
+        }
+    }
+    txc_batch_stats bs = txc_batch_get_stats(b);
+    row->B = B;
+    row->decode_ms = t_decode;
+    row->prefill_ms = bs.prefill_ms;
+    row->compilations = bs.compilations;
+    txc_batch_free(b);
+    free(ids);
+    return st;
+}
+
+int txc_bench_batch(txc_model *model, const char *model_name, const int *sizes, int n_sizes, const int32_t *prompt,
+                    int64_t n_prompt, int64_t new_tokens, int64_t max_cache_len, bool json, const char *cpu)
+{
+    batch_row rows[TXC_BENCH_MAX_BATCHES];
+    memset(rows, 0, sizeof rows);
+    for (int i = 0; i < n_sizes; i++) {
+        batch_row warm = {0};
+        /* a short run first: the compiled plans of this batch size are made
+         * outside the timed run (each batch has its own jits) */
+        if (run_batch(model, sizes[i], prompt, n_prompt, new_tokens, max_cache_len, true, &warm) != TXC_OK ||
+            run_batch(model, sizes[i], prompt, n_prompt, new_tokens, max_cache_len, false, &rows[i]) != TXC_OK)
+            return txc_cli_fail_in("--batch");
+    }
+    double base = 0;
+    for (int i = 0; i < n_sizes; i++)
+        if (rows[i].B == 1 && rows[i].decode_ms > 0)
+            base = (double)rows[i].decode_tokens / rows[i].decode_ms * 1e3;
+    if (json) {
+        cJSON *j = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(j, "batch_rows");
+        cJSON_AddStringToObject(j, "model", model_name);
+        cJSON_AddStringToObject(j, "cpu", cpu);
+        cJSON_AddNumberToObject(j, "threads", txc_threads_get());
+        cJSON_AddNumberToObject(j, "prompt_tokens", (double)n_prompt);
+        cJSON_AddNumberToObject(j, "new_tokens", (double)new_tokens);
+        for (int i = 0; i < n_sizes; i++) {
+            const batch_row *r = &rows[i];
+            double agg = r->decode_ms > 0 ? (double)r->decode_tokens / r->decode_ms * 1e3 : 0;
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "batch", r->B);
+            cJSON_AddNumberToObject(o, "decode_tokens", (double)r->decode_tokens);
+            cJSON_AddNumberToObject(o, "decode_ms", r->decode_ms);
+            cJSON_AddNumberToObject(o, "decode_cpu_ms", r->decode_cpu_ms);
+            cJSON_AddNumberToObject(o, "aggregate_tok_s", agg);
+            cJSON_AddNumberToObject(o, "per_sequence_tok_s", agg / r->B);
+            if (base > 0)
+                cJSON_AddNumberToObject(o, "vs_batch_1", agg / base);
+            cJSON_AddNumberToObject(o, "prefill_ms", r->prefill_ms);
+            cJSON_AddItemToArray(arr, o);
+        }
+        char *s = cJSON_PrintUnformatted(j);
+        printf("%s\n", s ? s : "{}");
+        free(s);
+        cJSON_Delete(j);
+        return 0;
+    }
+    printf("model: %s; %s; %d threads\n", model_name, cpu, txc_threads_get());
+    printf("batched greedy decode (txc/batch.h slots, compiled): prompt %lld tokens, %lld new tokens per sequence\n",
+           (long long)n_prompt, (long long)new_tokens);
+    printf("%6s  %16s  %16s  %11s  %11s\n", "batch", "aggregate tok/s", "per-seq tok/s", "vs batch 1", "prefill ms");
+    for (int i = 0; i < n_sizes; i++) {
+        const batch_row *r = &rows[i];
+        double agg = r->decode_ms > 0 ? (double)r->decode_tokens / r->decode_ms * 1e3 : 0;
+        char vs[32] = "-";
+        if (base > 0)
+            snprintf(vs, sizeof vs, "%.2fx", agg / base);
+        printf("%6d  %16.2f  %16.2f  %11s  %11.1f\n", r->B, agg, agg / r->B, vs, r->prefill_ms);
+    }
+    return 0;
+}
