@@ -3,9 +3,10 @@
 # Run as root or with sudo available.
 set -euo pipefail
 # (python3-numpy: tests/cli_bench_compare.sh runs bench/make_model.py;
-#  clang, libclang-rt-14-dev: the libFuzzer targets of fuzz/, build-fuzz/)
-pkgs=(build-essential cmake pkg-config libcjson-dev libcmocka-dev libpcre2-dev libutf8proc-dev python3-numpy
-      clang libclang-rt-14-dev)
+#  clang, libclang-rt-14-dev: the libFuzzer targets of fuzz/, build-fuzz/;
+#  libmicrohttpd-dev: txc serve's HTTP)
+pkgs=(build-essential cmake pkg-config libcjson-dev libcmocka-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev
+      python3-numpy clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -264,6 +264,15 @@ txc_tensor *txc_sample(txc_tensor *logits, txc_tensor *u, int64_t top_k, double 
 txc_tensor *txc_causal_attention_ext(txc_tensor *q, txc_tensor *k, txc_tensor *v, txc_tensor *cache_position,
                                      double scale, int64_t sliding_window, double softcap);
 
+/* ---- threads that run ops ------------------------------------------------------ */
+
+/* Free the calling thread's kernel scratch buffers (thread-local, kept
+ * between ops so that a call allocates nothing). A thread of the caller's
+ * that ran ops and ends (txc serve's scheduler thread) calls it last; the
+ * pool's workers do it themselves. The next op on the thread allocates them
+ * again. */
+void txc_ops_thread_release(void);
+
 #ifdef __cplusplus
 }
 #endif

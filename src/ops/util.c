@@ -1,5 +1,6 @@
 /* Inference helpers shared by the kernels; see ops/registry.h. */
 #include "ops/registry.h"
+#include "txc/ops.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -93,6 +94,11 @@ void *txc_scratch(size_t bytes, int slot)
     scratch[slot].ptr = p;
     scratch[slot].size = size;
     return p;
+}
+
+void txc_ops_thread_release(void)
+{
+    txc_scratch_free_all();
 }
 
 void txc_scratch_free_all(void)

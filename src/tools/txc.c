@@ -22,6 +22,7 @@
 #include "tools/cli.h"
 #include "tools/inspect_cmd.h"
 #include "tools/quantize_cmd.h"
+#include "tools/serve_cmd.h"
 #include "tools/tokenize_cmd.h"
 
 #include <getopt.h>
@@ -408,6 +409,7 @@ static void usage(FILE *f)
                "  tokenize   text to token ids and pieces (--decode: ids to text; --bench: speed)\n"
                "  inspect    a GGUF file's metadata and tensors, or a model folder's (gguf-dump)\n"
                "  quantize   a Hugging Face model folder to a GGUF file with quantized weights\n"
+               "  serve      an OpenAI-compatible HTTP server (continuous batching over --parallel slots)\n"
                "run 'txc <command> --help' for its options; 'txc --version' for the version\n");
 }
 
@@ -437,7 +439,7 @@ int main(int argc, char **argv)
     if (!env_ok())
         return EXIT_ERROR;
     if (argc < 2) {
-        fprintf(stderr, "txc: no command given (commands: generate, chat, bench, tokenize, inspect, quantize; see txc --help)\n");
+        fprintf(stderr, "txc: no command given (commands: generate, chat, bench, tokenize, serve, inspect, quantize; see txc --help)\n");
         return EXIT_ERROR;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -458,6 +460,8 @@ int main(int argc, char **argv)
         return txc_cmd_inspect(argc - 1, argv + 1);
     if (strcmp(argv[1], "quantize") == 0)
         return txc_cmd_quantize(argc - 1, argv + 1);
+    if (strcmp(argv[1], "serve") == 0)
+        return txc_cmd_serve(argc - 1, argv + 1);
     if (strcmp(argv[1], "bench") == 0) {
         int rc = txc_cmd_bench(argc - 1, argv + 1);
         if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout))) { /* (a full disk, a closed pipe) */
@@ -466,6 +470,6 @@ int main(int argc, char **argv)
         }
         return rc;
     }
-    fprintf(stderr, "txc: unknown command '%s' (commands: generate, chat, bench, tokenize, inspect, quantize; see txc --help)\n", argv[1]);
+    fprintf(stderr, "txc: unknown command '%s' (commands: generate, chat, bench, tokenize, serve, inspect, quantize; see txc --help)\n", argv[1]);
     return EXIT_ERROR;
 }
