@@ -1,5 +1,6 @@
 /* The machine's float32 FMA peak and last-level cache size; see tools/peak.h. */
 #include "tools/peak.h"
+#include "ops/cpu_cache.h"
 #include "ops/kernels.h"
 #include "tools/cli.h"
 #include "txc/threads.h"
@@ -7,7 +8,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #define ACC 12 /* independent accumulators: hide the FMA latency (4 cycles x 2 ports + margin) */
 
@@ -129,42 +129,4 @@ txc_peak txc_measure_peak(bool bf16_weights)
     return p;
 }
 
-size_t txc_llc_bytes(void)
-{
-#ifdef _SC_LEVEL3_CACHE_SIZE
-    long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (v > 0)
-        return (size_t)v;
-#endif
-    /* The highest cache level /sys lists for cpu0. */
-    size_t best = 0;
-    int best_level = 0;
-    for (int i = 0; i < 8; i++) {
-        char path[128], buf[64];
-        int level = 0;
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            break;
-        if (fscanf(f, "%d", &level) != 1)
-            level = 0;
-        fclose(f);
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-        if (!(f = fopen(path, "r")))
-            continue;
-        if (fgets(buf, sizeof buf, f)) {
-            char *end;
-            unsigned long long sz = strtoull(buf, &end, 10);
-            if (*end == 'K')
-                sz <<= 10;
-            else if (*end == 'M')
-                sz <<= 20;
-            if (level >= best_level && sz) {
-                best_level = level;
-                best = (size_t)sz;
-            }
-        }
-        fclose(f);
-    }
-    return best;
-}
+size_t txc_llc_bytes(void) { return txc_cpu_caches_get()->llc_bytes; }

@@ -24,7 +24,10 @@ typedef struct txc_peak {
  *    float32 in registers and use these same FMAs). */
 txc_peak txc_measure_peak(bool bf16_weights);
 
-/* Bytes of the last-level cache (sysconf, else /sys), 0 when unknown. */
+/* Bytes of one instance of the last-level cache (ops/cpu_cache.h: Linux's
+ * sysfs cache tree, else CPUID's per-instance leaf by vendor, else sysconf
+ * except on AMD, whose package-wide figure glibc reports), 0 when unknown.
+ * On AMD Zen that is one CCX's L3 (32 MiB), not the package's sum. */
 size_t txc_llc_bytes(void);
 
 #endif
