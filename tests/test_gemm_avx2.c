@@ -3,7 +3,7 @@
  *   alone (txc_kern_gemm_nt with M = 1: linalg.c's AVX2 dot-product tiles),
  *   for float32, bfloat16 and float16 B, M across the 4-row tiles and the
  *   256-row passes, N across the 3-column tiles, the 4-column tail and the
- *   column blocks, K across the 8-lane remainder and the 512-k blocks, and
+ *   column blocks, K across the 8-lane remainder and the 1024-k blocks, and
  *   row strides wider than the rows;
  * - the same through txc_kern_gemm_nt (the dispatch at SIMD level 1) on 1,
  *   2 and 3 threads;
@@ -109,7 +109,7 @@ static void test_rows_bit_identical(void **state)
     assert_int_equal(txc_threads_set(1), TXC_OK);
     txc_kern_set_simd_level(1);
     const int64_t Ms[] = {5, 6, 7, 8, 37, 130}, Ns[] = {1, 2, 3, 4, 5, 7, 13, 100, 197};
-    const int64_t Ks[] = {1, 7, 8, 64, 333, 512, 513, 1544};
+    const int64_t Ks[] = {1, 7, 8, 64, 333, 1024, 1025, 2100};
     for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
         for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
             for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++)

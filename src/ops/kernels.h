@@ -74,7 +74,7 @@ void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
  * FMA) the results differ within float32 summation error: |C - C_portable|
  * <= 2 (K/8 + 3) u sum_k |A_ik B_jk|, u = 2^-24 (tests/test_gemm_avx2.c).
  * Uses the scratch slots GEMM_PACK (the panel, <= half of L2) and ROW (the
- * lanes, M <= 256 rows x the block's columns x 8 floats, when K > 512).
+ * lanes, M <= 256 rows x the block's columns x 8 floats, when K > 1024).
  * Returns false, touching nothing, where it cannot run (no AVX2, a dtype
  * other than those three, no scratch memory): the caller falls back. */
 bool txc_kern_gemm_nt_avx2_packed(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
