@@ -1,5 +1,6 @@
 /* The machine's float32 FMA peak and last-level cache size; see tools/peak.h. */
 #include "tools/peak.h"
+#include "ops/cpu_cache.h"
 #include "ops/kernels.h"
 #include "tools/cli.h"
 #include "txc/threads.h"
@@ -7,16 +8,19 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
+#include <string.h>
+#include <time.h>
 
 #define ACC 12 /* independent accumulators: hide the FMA latency (4 cycles x 2 ports + margin) */
+
+#define RUNS 9 /* timed runs per thread, after one warm-up run */
 
 typedef struct peak_ctx {
     int level;
     bool amx;
     int64_t iters;
     float sink[TXC_MAX_THREADS];
-    double flops[TXC_MAX_THREADS];
+    double rate[TXC_MAX_THREADS][RUNS]; /* flops per ns of the thread's own CPU time */
 } peak_ctx;
 
 #if TXC_HAVE_X86
@@ -65,15 +69,12 @@ static float fma_scalar(int64_t iters, float seed)
 
 static int lanes(int level) { return level >= 2 ? 16 : level == 1 ? 8 : 1; }
 
-static void peak_task(void *ctx, int64_t t)
+/* One run of c->iters on this thread; returns the flops done. */
+static double peak_run(peak_ctx *c, int64_t t)
 {
-    peak_ctx *c = ctx;
+    if (c->amx)
+        return txc_kern_amx_peak_run(c->iters);
     float r;
-    if (c->amx) {
-        c->flops[t] = txc_kern_amx_peak_run(c->iters);
-        return;
-    }
-    c->flops[t] = (double)c->iters * ACC * lanes(c->level) * 2.0;
 #if TXC_HAVE_X86
     if (c->level >= 2)
         r = fma_avx512(c->iters, (float)t);
@@ -82,7 +83,29 @@ static void peak_task(void *ctx, int64_t t)
     else
 #endif
         r = fma_scalar(c->iters, (float)t);
-    c->sink[t] = r;
+    c->sink[t] += r;
+    return (double)c->iters * ACC * lanes(c->level) * 2.0;
+}
+
+/* This thread's CPU time in ns (the wall clock where there is none). */
+static double thread_ns(void)
+{
+    struct timespec ts;
+#ifdef CLOCK_THREAD_CPUTIME_ID
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+        return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+#endif
+    return txc_cli_now_ms() * 1e6;
+}
+
+static void peak_task(void *ctx, int64_t t)
+{
+    peak_ctx *c = ctx;
+    peak_run(c, t); /* warm-up: clocks up, code and tiles in place */
+    for (int r = 0; r < RUNS; r++) {
+        double t0 = thread_ns(), f = peak_run(c, t), ns = thread_ns() - t0;
+        c->rate[t][r] = ns > 0 ? f / ns : 0;
+    }
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -96,75 +119,43 @@ txc_peak txc_measure_peak(bool bf16_weights)
     txc_peak p = {.simd_level = txc_kern_simd_level()};
     p.what = p.simd_level >= 2 ? "avx512 fp32 fma" : p.simd_level == 1 ? "avx2 fp32 fma" : "scalar fp32";
     static peak_ctx c;
+    memset(&c, 0, sizeof c);
     c.level = p.simd_level;
     c.amx = bf16_weights && p.simd_level >= 3;
     if (c.amx)
         p.what = "amx bf16 tdpbf16ps";
     int n = txc_threads_get();
-    /* Size a pass to ~20 ms from a short calibration run. */
-    c.iters = 1 << 16;
-    double t0 = txc_cli_now_ms();
+    /* Size a run to ~5 ms of CPU time on this thread (doubling until a
+     * calibration run takes at least 1 ms, so a preempted first run or a
+     * coarse clock does not mis-size it). */
+    c.iters = 1 << 12;
+    for (int i = 0; i < 24; i++) {
+        double t0 = thread_ns();
+        peak_run(&c, 0);
+        double ns = thread_ns() - t0;
+        if (ns >= 1e6) {
+            c.iters = (int64_t)((double)c.iters * 5e6 / ns) + 1;
+            break;
+        }
+        c.iters *= 2;
+    }
     txc_parallel_for(n, peak_task, &c);
-    double ms = txc_cli_now_ms() - t0;
-    if (ms > 0)
-        c.iters = (int64_t)((double)c.iters * 20.0 / ms) + 1;
-    double g[5];
-    for (int pass = -1; pass < 5; pass++) {
-        t0 = txc_cli_now_ms();
-        txc_parallel_for(n, peak_task, &c);
-        ms = txc_cli_now_ms() - t0;
-        double flops = 0;
-        for (int t = 0; t < n; t++)
-            flops += c.flops[t];
-        if (pass >= 0)
-            g[pass] = ms > 0 ? flops / (ms * 1e6) : 0;
+    /* Each thread's median run: a run's CPU time leaves out the time the
+     * thread was not running, and the median leaves out runs slowed by a
+     * busy sibling hyperthread or a frequency change. The machine's peak is
+     * the sum over the threads. */
+    double sum = 0;
+    for (int t = 0; t < n; t++) {
+        qsort(c.rate[t], RUNS, sizeof(double), cmp_double);
+        sum += c.rate[t][RUNS / 2];
     }
     float s = 0;
     for (int t = 0; t < n; t++)
         s += c.sink[t];
     if (s == 12345.0f) /* (keeps the sums alive) */
         fprintf(stderr, " ");
-    qsort(g, 5, sizeof *g, cmp_double);
-    p.gflops = g[4]; /* the best pass: a peak is what the machine can do, other work only lowers a pass */
+    p.gflops = sum; /* flops per ns = GFLOP/s */
     return p;
 }
 
-size_t txc_llc_bytes(void)
-{
-#ifdef _SC_LEVEL3_CACHE_SIZE
-    long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (v > 0)
-        return (size_t)v;
-#endif
-    /* The highest cache level /sys lists for cpu0. */
-    size_t best = 0;
-    int best_level = 0;
-    for (int i = 0; i < 8; i++) {
-        char path[128], buf[64];
-        int level = 0;
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            break;
-        if (fscanf(f, "%d", &level) != 1)
-            level = 0;
-        fclose(f);
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-        if (!(f = fopen(path, "r")))
-            continue;
-        if (fgets(buf, sizeof buf, f)) {
-            char *end;
-            unsigned long long sz = strtoull(buf, &end, 10);
-            if (*end == 'K')
-                sz <<= 10;
-            else if (*end == 'M')
-                sz <<= 20;
-            if (level >= best_level && sz) {
-                best_level = level;
-                best = (size_t)sz;
-            }
-        }
-        fclose(f);
-    }
-    return best;
-}
+size_t txc_llc_bytes(void) { return txc_cpu_caches_get()->llc_bytes; }
