@@ -1,4 +1,4 @@
-"""Greedy tokens of txc and llama.cpp on the same GGUF file, prompt by prompt (issue 14, part 6).
+"""Greedy tokens of txc and llama.cpp on the same GGUF file, prompt by prompt.
 
 For each prompt, txc's greedy continuation (`txc bench --json`'s reference_ids: the first row's
 tokens, end-of-sequence ignored) is decoded with txc's tokenizer and compared with what
