@@ -131,12 +131,10 @@ txc_peak txc_measure_peak(bool bf16_weights)
 
 size_t txc_llc_bytes(void)
 {
-#ifdef _SC_LEVEL3_CACHE_SIZE
-    long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (v > 0)
-        return (size_t)v;
-#endif
-    /* The highest cache level /sys lists for cpu0. */
+    /* The highest cache level the kernel lists for cpu0 in /sys, first:
+     * glibc's _SC_LEVEL3_CACHE_SIZE is its own reading of CPUID, and on
+     * AMD EPYC VMs it said 256 MiB (Zen 3) and 384 MiB (Zen 5) where the
+     * kernel and lscpu say 32 MiB. */
     size_t best = 0;
     int best_level = 0;
     for (int i = 0; i < 8; i++) {
@@ -166,5 +164,12 @@ size_t txc_llc_bytes(void)
         }
         fclose(f);
     }
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    if (!best) { /* no /sys (a container without it): glibc's figure */
+        long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        if (v > 0)
+            best = (size_t)v;
+    }
+#endif
     return best;
 }

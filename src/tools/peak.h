@@ -24,7 +24,9 @@ typedef struct txc_peak {
  *    float32 in registers and use these same FMAs). */
 txc_peak txc_measure_peak(bool bf16_weights);
 
-/* Bytes of the last-level cache (sysconf, else /sys), 0 when unknown. */
+/* Bytes of the last-level cache: the highest level /sys/devices/system/cpu/
+ * cpu0/cache lists (the kernel's report), else glibc's
+ * sysconf(_SC_LEVEL3_CACHE_SIZE); 0 when unknown. */
 size_t txc_llc_bytes(void);
 
 #endif
