@@ -3,7 +3,9 @@
 # folder's small file should be is one line and exit 2, never a wait for a
 # writer that never comes: config.json, generation_config.json,
 # tokenizer.json, tokenizer_config.json, chat_template.jinja, and
-# `txc tokenize --model FIFO` (a file is read as a tokenizer.json).
+# `txc tokenize --model FIFO` (a file is read as a tokenizer.json); and a
+# text over 1 GiB for `tokenize -` or `tokenize --bench FILE` (a sparse
+# file here) is refused from its size, not read until memory runs out.
 set -u
 TXC=${TXC_BIN:?set by ctest}
 SHARED=${TXC_SHARED_DIR:?set by ctest}
@@ -34,6 +36,13 @@ for f in tokenizer_config.json chat_template.jinja; do
 done
 mkfifo "$tmp/fifo"
 expect_error "tokenize --model FIFO" "not a regular file" timeout 20 "$TXC" tokenize --model "$tmp/fifo" hi
+
+truncate -s 2G "$tmp/sparse"
+expect_error "tokenize --bench: a 2 GiB file" "larger than 1024 MiB" \
+  "$TXC" tokenize --model "$MODEL" --bench "$tmp/sparse"
+expect_error "tokenize -: 2 GiB on stdin" "longer than 1024 MiB" \
+  sh -c "'$TXC' tokenize --model '$MODEL' - <'$tmp/sparse'"
+rm -f "$tmp/sparse"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
