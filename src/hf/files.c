@@ -3,11 +3,13 @@
 #include "hf/files.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 char *txc_hf_path_join(const char *dir, const char *name)
 {
@@ -31,8 +33,10 @@ txc_status txc_hf_read_file(const char *path, size_t max_bytes, char **text, siz
     *len = 0;
     if (missing)
         *missing = false;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+     * writer forever; the type is checked before anything is read. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
         if (missing && errno == ENOENT) {
             *missing = true;
             return TXC_OK;
@@ -40,9 +44,15 @@ txc_status txc_hf_read_file(const char *path, size_t max_bytes, char **text, siz
         return txc_error(TXC_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     }
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(f);
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
         return txc_error(TXC_ERR_IO, "cannot read %s: not a regular file", path);
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int err = errno;
+        close(fd);
+        return txc_error(TXC_ERR_IO, "cannot open %s: %s", path, strerror(err));
     }
     if ((uint64_t)sb.st_size > (uint64_t)max_bytes) {
         fclose(f);

@@ -14,6 +14,8 @@ char *txc_hf_path_join(const char *dir, const char *name);
 /* Read the whole regular file `path` into a malloc'd, NUL-terminated
  * buffer (*text, *len without the NUL). When `missing` is non-NULL, a file
  * that does not exist sets *missing and returns TXC_OK with *text NULL.
+ * A FIFO, device or folder at `path` is refused without blocking (opened
+ * with O_NONBLOCK, its type checked before a read).
  * Errors: TXC_ERR_IO ("cannot open PATH: reason", not a regular file, a
  * read error), TXC_ERR_FORMAT (larger than max_bytes), TXC_ERR_NOMEM. */
 txc_status txc_hf_read_file(const char *path, size_t max_bytes, char **text, size_t *len, bool *missing);

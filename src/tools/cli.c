@@ -320,7 +320,7 @@ int64_t txc_cli_max_new_tokens(int64_t flag, const txc_generation_config *g, int
         return flag;
     if (g->present && g->max_new_tokens > 0)
         return g->max_new_tokens;
-    if (g->present && g->max_length > 0)
+    if (g->present && g->max_length >= 0) /* 0 (or less than the prompt): one new token, as transformers */
         return g->max_length > n_prompt ? g->max_length - n_prompt : 1;
     return fallback;
 }

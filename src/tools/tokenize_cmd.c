@@ -26,6 +26,7 @@
 #include <cjson/cJSON.h>
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,8 +80,19 @@ static void print_piece(const char *s)
 }
 
 /* All of f; NULL (errno set) on a read error or out of memory. */
+/* The most text `tokenize -` and --bench read: past it a clear error, not
+ * an unbounded read (--bench /dev/zero, `yes | txc tokenize -`). */
+#define MAX_TEXT_BYTES ((size_t)1 << 30)
+
+/* The whole stream, at most MAX_TEXT_BYTES; NULL with errno set (EFBIG:
+ * longer than that). */
 static char *read_stream(FILE *f, size_t *len)
 {
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > MAX_TEXT_BYTES) {
+        errno = EFBIG;
+        return NULL;
+    }
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
     while (buf) {
@@ -89,13 +101,20 @@ static char *read_stream(FILE *f, size_t *len)
         if (got == 0)
             break;
         if (n == cap) {
-            char *b = realloc(buf, cap * 2);
+            if (cap > MAX_TEXT_BYTES) { /* one byte past the limit was read */
+                free(buf);
+                errno = EFBIG;
+                return NULL;
+            }
+            size_t want = cap * 2 > MAX_TEXT_BYTES + 1 ? MAX_TEXT_BYTES + 1 : cap * 2;
+            char *b = realloc(buf, want);
             if (!b) {
                 free(buf);
+                errno = ENOMEM;
                 return NULL;
             }
             buf = b;
-            cap *= 2;
+            cap = want;
         }
     }
     if (!buf)
@@ -220,7 +239,10 @@ static int run_bench(const txc_tokenizer *tok, const char *model, double load_ms
     if (f != stdin)
         fclose(f);
     if (!text) {
-        fprintf(stderr, "txc: cannot read %s: %s\n", path, strerror(err ? err : EIO));
+        if (err == EFBIG)
+            fprintf(stderr, "txc: %s is larger than %zu MiB, the most --bench reads\n", path, MAX_TEXT_BYTES >> 20);
+        else
+            fprintf(stderr, "txc: cannot read %s: %s\n", path, strerror(err ? err : EIO));
         return EXIT_ERROR;
     }
     /* wall ms of the runs in order, then sorted; CPU ms (this process) sorted */
@@ -450,7 +472,11 @@ int txc_cmd_tokenize(int argc, char **argv)
             in = read_stream(stdin, &len);
             text = in;
             if (!in) {
-                fprintf(stderr, "txc: cannot read stdin: %s\n", strerror(errno));
+                if (errno == EFBIG)
+                    fprintf(stderr, "txc: stdin is longer than %zu MiB, the most tokenize reads\n",
+                            MAX_TEXT_BYTES >> 20);
+                else
+                    fprintf(stderr, "txc: cannot read stdin: %s\n", strerror(errno));
                 rc = EXIT_ERROR;
             }
         }
