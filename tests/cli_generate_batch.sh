@@ -61,7 +61,7 @@ if [ $? -eq 0 ] && grep -q "^batch: 6 prompts, 6 slots" "$tmp/err"; then ok "--v
 
 : >"$tmp/empty"
 expect_error "empty prompt file" "no prompt" "$TXC" generate --model "$MODEL" --prompt-file "$tmp/empty"
-expect_error "missing prompt file" "cannot open" "$TXC" generate --model "$MODEL" --prompt-file "$tmp/nope"
+expect_error "missing prompt file" "cannot read" "$TXC" generate --model "$MODEL" --prompt-file "$tmp/nope"
 expect_error "--batch-size 0" "batch-size" "$TXC" generate --model "$MODEL" --prompt-file "$tmp/prompts" --batch-size 0
 expect_error "--batch-size 33" "1 to 32" "$TXC" generate --model "$MODEL" --prompt-file "$tmp/prompts" --batch-size 33
 expect_error "--prompt with --prompt-file" "prompt-file" "$TXC" generate --model "$MODEL" --prompt x --prompt-file "$tmp/prompts"
