@@ -434,6 +434,11 @@ static txc_status add_tensor(txc_safetensors *st, const gguf_arch *a, const txc_
         if (n_head <= 0 || rows <= 0 || rows % (2 * n_head))
             return txc_error(TXC_ERR_FORMAT, "%s: tensor '%s' has %" PRId64 " rows, not a multiple of 2 x %" PRId64
                                              " heads", txc_gguf_path(g), gt->name, rows, n_head);
+        if (gt->nbytes == 0 || gt->nbytes % (size_t)rows) /* an empty tensor: nothing to move (and no loop over
+                                                              * its rows, however many it claims) */
+            return gt->nbytes == 0 ? txc_safetensors_add(st, &t)
+                                   : txc_error(TXC_ERR_FORMAT, "%s: tensor '%s': %zu bytes do not split into %" PRId64
+                                                               " rows", txc_gguf_path(g), gt->name, gt->nbytes, rows);
         void *dst = NULL;
         txc_status s = rewritten(st, &t, dt, gt->nbytes, &dst);
         if (!s)

@@ -7,7 +7,6 @@
  *                  vector math: exp with a shift and a sum, sigmoid, silu,
  *                  max; txc_kern_round_through
  *   linalg.c       the f32 GEMM kernels, the SIMD level, txc_kern_shape_str
- *   gemm_avx2.c    the packed, cache-blocked AVX2 GEMM of prefill (no AMX)
  *
  * The kernels use the per-thread scratch of ops/registry.h (txc_scratch)
  * for work buffers, never malloc, so a compiled plan run again on the same
@@ -76,28 +75,7 @@ void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
 void txc_kern_gemv_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B, txc_dtype bdt,
                         int64_t ldb, float *C, int64_t ldc);
 
-/* gemm_avx2.c: C = A·Bᵀ as txc_kern_gemm_nt (B float32, bfloat16 or
- * float16 rows of stride ldb; A, C float32), on AVX2+FMA with B converted
- * to float32 panels once per cache block and 4 x 3 register tiles: the
- * prefill GEMM (M > 4) at SIMD level 1, where there is no AMX and no
- * AVX-512. Every C[i,j] is bit-identical to linalg.c's AVX2 dot-product
- * tiles (the kernel of the GEMV and of M <= 4): 8 float32 lanes, lane l
- * summing k ≡ l (mod 8) in increasing k with one FMA each; the lanes added
- * in a fixed tree (one for the columns of full groups of 4, another for
- * the call's last N%4 columns); the K%8 remainder in scalar, added last.
- * The K blocking (multiples of 8, lanes saved exactly between blocks), the
- * M and N blocking and the thread split never change that order: a row's
- * result does not depend on M (the other rows: batch invariance, issue 11)
- * nor on the thread count. Against the portable kernel (mul then add, no
- * FMA) the results differ within float32 summation error: |C - C_portable|
- * <= 2 (K/8 + 12) u sum_k |A_ik B_jk|, u = 2^-24, and so is their distance
- * to the exact sum (tests/test_gemm_avx2.c; measured: under 1 u sum|A B|).
- * Uses the scratch slots GEMM_PACK (the panel, <= half of L2) and ROW (the
- * lanes, M <= 256 rows x the block's columns x 8 floats, when K > 1024).
- * Returns false, touching nothing, where it cannot run (no AVX2, a dtype
- * other than those three, no scratch memory): the caller falls back. */
-bool txc_kern_gemm_nt_avx2_packed(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
-                                  txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
+
 
 /* One matrix of a grouped GEMV: C[j] = sum_k A[k] * B[j,k] for j < N (B
  * rows of stride ldb, float32/bfloat16/float16; C float32). */

@@ -616,9 +616,6 @@ static void gemm_nt_serial(int64_t M, int64_t N, int64_t K, const float *A, int6
     }
     if (simd >= 3 && bdt == TXC_BF16 && M > 4 && txc_kern_gemm_nt_amx(M, N, K, A, lda, B, ldb, C, ldc))
         return;
-    /* Prefill without AVX-512 (bits of the tiles below: gemm_avx2.c). */
-    if (simd == 1 && M > 4 && txc_kern_gemm_nt_avx2_packed(M, N, K, A, lda, B, bdt, ldb, C, ldc))
-        return;
     if (simd >= 1) {
         void (*nt)(int, int64_t, int64_t, int64_t, const float *, int64_t, const void *, int64_t, float *,
                    int64_t) = simd >= 2 ? nt_avx512 : nt_avx2;
