@@ -1,6 +1,7 @@
 /* Chat templates: loading a model folder's template and the public API of
- * txc/chat_template.h. The Jinja subset is in chat_template_parse.c (lexer,
- * parser) and chat_template_eval.c (renderer). */
+ * txc/chat_template.h. The Jinja subset is in chat_template_lex.c and
+ * chat_template_parse.c (lexer, parser) and chat_template_eval.c with the
+ * files of hf/chat_template_render.h (renderer). */
 #include "txc/chat_template.h"
 #include "hf/chat_template_impl.h"
 #include "txc/gguf.h"

@@ -1,7 +1,9 @@
 /* hf/chat_template_impl.h — the Jinja subset behind txc/chat_template.h
- * (internal to hf/): arenas, values, the syntax tree, and the entry points
- * of the parser (chat_template_parse.c) and the renderer
- * (chat_template_eval.c). */
+ * (internal to hf/): arenas and UTF-8 helpers (chat_template_arena.c),
+ * values, the syntax tree, and the entry points of the parser
+ * (chat_template_lex.c, chat_template_parse.c: hf/chat_template_syntax.h)
+ * and the renderer (chat_template_eval.c and the files of
+ * hf/chat_template_render.h). */
 #ifndef TXC_HF_CHAT_TEMPLATE_IMPL_H
 #define TXC_HF_CHAT_TEMPLATE_IMPL_H
 
@@ -141,8 +143,8 @@ struct ct_node {
     size_t nfilters;
 };
 
-/* Filters and tests the parser resolves by name (their ids index tables in
- * chat_template_eval.c). -1: not supported. */
+/* Filters and tests the parser resolves by name (their ids index the tables
+ * of chat_template_filters.c and chat_template_tests.c). -1: not supported. */
 int ct_filter_id(const char *name);
 int ct_test_id(const char *name);
 

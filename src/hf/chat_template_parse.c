@@ -1,504 +1,10 @@
-/* Chat templates: Jinja lexer and parser (see hf/chat_template_impl.h).
- *
- * The lexer follows jinja2.lexer with the environment transformers builds:
- * trim_blocks (the first newline after a block or comment tag is removed),
- * lstrip_blocks (spaces and tabs from the start of a line up to a block or
- * comment tag are removed), `-` / `+` whitespace control on tags, newlines
- * normalized to "\n" and one trailing newline of the source dropped
- * (keep_trailing_newline=False). The parser follows jinja2.parser's grammar
- * and operator precedence. */
-#include "hf/chat_template_impl.h"
+/* Chat templates: the Jinja parser (see hf/chat_template_syntax.h): tokens
+ * to the syntax tree of hf/chat_template_impl.h, following jinja2.parser's
+ * grammar and operator precedence. */
+#include "hf/chat_template_syntax.h"
 
-#include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <utf8proc.h>
-
-/* ---- arena -------------------------------------------------------------- */
-struct ct_chunk {
-    ct_chunk *next;
-    size_t size, used;
-    _Alignas(16) unsigned char data[];
-};
-
-#define CT_CHUNK (64u << 10)
-
-void *ct_alloc(ct_arena *a, size_t n)
-{
-    n = (n + 15) & ~(size_t)15;
-    if (n == 0)
-        n = 16;
-    ct_chunk *c = a->head;
-    if (!c || c->size - c->used < n) {
-        size_t sz = n > CT_CHUNK / 4 ? n : CT_CHUNK;
-        if (a->limit_bytes && a->used_bytes + sz > a->limit_bytes) {
-            txc_error(TXC_ERR_CAPACITY, "chat template: rendering needs more than %zu MiB of memory",
-                      a->limit_bytes >> 20);
-            longjmp(*a->fail, 1);
-        }
-        c = malloc(sizeof *c + sz);
-        if (!c) {
-            txc_error(TXC_ERR_NOMEM, "chat template: out of memory");
-            longjmp(*a->fail, 1);
-        }
-        a->used_bytes += sz;
-        c->size = sz;
-        c->used = 0;
-        if (sz == CT_CHUNK || !a->head) {
-            c->next = a->head;
-            a->head = c;
-        } else { /* a big block: keep the current chunk for small ones */
-            c->next = a->head->next;
-            a->head->next = c;
-        }
-    }
-    void *p = c->data + c->used;
-    c->used += n;
-    memset(p, 0, n);
-    return p;
-}
-
-char *ct_strndup(ct_arena *a, const char *s, size_t n)
-{
-    char *p = ct_alloc(a, n + 1);
-    if (n)
-        memcpy(p, s, n);
-    p[n] = '\0';
-    return p;
-}
-
-void ct_arena_free(ct_arena *a)
-{
-    ct_chunk *c = a->head;
-    while (c) {
-        ct_chunk *nx = c->next;
-        free(c);
-        c = nx;
-    }
-    a->head = NULL;
-    a->used_bytes = 0;
-}
-
-/* ---- UTF-8 -------------------------------------------------------------- */
-size_t ct_utf8_decode(const char *s, size_t n, uint32_t *cp)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    if (u[0] < 0x80 || n < 2) {
-        *cp = u[0];
-        return 1;
-    }
-    int len = u[0] >= 0xF0 ? 4 : u[0] >= 0xE0 ? 3 : u[0] >= 0xC0 ? 2 : 1;
-    if (len == 1 || (size_t)len > n) {
-        *cp = u[0];
-        return 1;
-    }
-    uint32_t c = u[0] & (0x7F >> len);
-    for (int k = 1; k < len; k++) {
-        if ((u[k] & 0xC0) != 0x80) {
-            *cp = u[0];
-            return 1;
-        }
-        c = (c << 6) | (u[k] & 0x3F);
-    }
-    *cp = c;
-    return (size_t)len;
-}
-
-size_t ct_utf8_encode(uint32_t cp, char *out)
-{
-    /* utf8proc writes 1-4 bytes; 0 for a value past U+10FFFF, replaced */
-    utf8proc_ssize_t n = utf8proc_encode_char((utf8proc_int32_t)(cp > 0x10FFFF ? 0xFFFD : cp), (utf8proc_uint8_t *)out);
-    return n > 0 ? (size_t)n : 0;
-}
-
-bool ct_py_isspace(uint32_t c)
-{
-    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
-           c == 0x3000;
-}
-
-/* ---- lexer -------------------------------------------------------------- */
-typedef enum ttype { T_DATA, T_VBEGIN, T_VEND, T_BBEGIN, T_BEND, T_NAME, T_STR, T_INT, T_FLOAT, T_OP, T_EOF } ttype;
-
-typedef struct tok {
-    ttype t;
-    int line;
-    const char *s; /* DATA, NAME, STR: arena copy (decoded for STR); OP: the operator */
-    size_t n;
-    int64_t i;
-    double f;
-} tok;
-
-typedef struct pctx {
-    txc_chat_template *t;
-    ct_arena *ar;
-    jmp_buf fail;
-    const char *src;
-    size_t len;
-    tok *toks;
-    size_t ntoks, cap;
-    size_t pos; /* parser position in toks */
-    int depth;
-    int in_macro;
-} pctx;
-
-static _Noreturn void perr(pctx *c, txc_status st, int line, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static _Noreturn void perr(pctx *c, txc_status st, int line, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    txc_error(st, "chat template line %d: %s", line, msg);
-    longjmp(c->fail, 1);
-}
-
-static void push_tok(pctx *c, tok t)
-{
-    if (c->ntoks == c->cap) {
-        size_t nc = c->cap ? c->cap * 2 : 256;
-        tok *nt = realloc(c->toks, nc * sizeof *nt);
-        if (!nt) {
-            txc_error(TXC_ERR_NOMEM, "chat template: out of memory");
-            longjmp(c->fail, 1);
-        }
-        c->toks = nt;
-        c->cap = nc;
-    }
-    c->toks[c->ntoks++] = t;
-}
-
-static int count_lines(const char *s, size_t n)
-{
-    int k = 0;
-    for (size_t i = 0; i < n; i++)
-        k += s[i] == '\n';
-    return k;
-}
-
-/* Bytes of Python whitespace at the end of s[0..n). */
-static size_t rstrip_len(const char *s, size_t n)
-{
-    size_t e = n;
-    while (e > 0) {
-        size_t b = e - 1;
-        while (b > 0 && ((unsigned char)s[b] & 0xC0) == 0x80 && e - b < 4)
-            b--;
-        uint32_t cp;
-        ct_utf8_decode(s + b, e - b, &cp);
-        if (!ct_py_isspace(cp))
-            break;
-        e = b;
-    }
-    return e;
-}
-
-static size_t skip_space(const char *s, size_t i, size_t n)
-{
-    while (i < n) {
-        uint32_t cp;
-        size_t k = ct_utf8_decode(s + i, n - i, &cp);
-        if (!ct_py_isspace(cp))
-            break;
-        i += k;
-    }
-    return i;
-}
-
-static void emit_data(pctx *c, const char *s, size_t n, int line)
-{
-    if (n == 0)
-        return;
-    tok t = {.t = T_DATA, .line = line, .s = ct_strndup(c->ar, s, n), .n = n};
-    push_tok(c, t);
-}
-
-/* Decode a string literal body (Python unicode-escape on the ASCII escapes). */
-static void lex_string(pctx *c, const char *s, size_t n, int line, tok *t)
-{
-    char *o = ct_alloc(c->ar, n + 1);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] != '\\' || i + 1 >= n) {
-            o[k++] = s[i];
-            continue;
-        }
-        char e = s[++i];
-        uint32_t cp;
-        int nd = 0;
-        switch (e) {
-        case '\n': continue;
-        case '\\': o[k++] = '\\'; continue;
-        case '\'': o[k++] = '\''; continue;
-        case '"': o[k++] = '"'; continue;
-        case 'a': o[k++] = '\a'; continue;
-        case 'b': o[k++] = '\b'; continue;
-        case 'f': o[k++] = '\f'; continue;
-        case 'n': o[k++] = '\n'; continue;
-        case 'r': o[k++] = '\r'; continue;
-        case 't': o[k++] = '\t'; continue;
-        case 'v': o[k++] = '\v'; continue;
-        case 'x': nd = 2; break;
-        case 'u': nd = 4; break;
-        case 'U': nd = 8; break;
-        case 'N': perr(c, TXC_ERR_UNSUPPORTED, line, "the string escape \\N{...} is not supported");
-        default:
-            if (e >= '0' && e <= '7') {
-                cp = 0;
-                int m = 0;
-                while (m < 3 && i < n && s[i] >= '0' && s[i] <= '7') {
-                    cp = cp * 8 + (uint32_t)(s[i] - '0');
-                    i++, m++;
-                }
-                i--;
-                k += ct_utf8_encode(cp, o + k); /* at most 3 bytes from 4 source bytes */
-                continue;
-            }
-            o[k++] = '\\';
-            o[k++] = e;
-            continue;
-        }
-        cp = 0;
-        for (int m = 0; m < nd; m++) {
-            char h = i + 1 + (size_t)m < n ? s[i + 1 + (size_t)m] : 0;
-            int v = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
-            if (v < 0)
-                perr(c, TXC_ERR_FORMAT, line, "truncated \\%c escape in a string", e);
-            cp = cp * 16 + (uint32_t)v;
-        }
-        if (cp > 0x10FFFF)
-            perr(c, TXC_ERR_FORMAT, line, "illegal Unicode character in a string escape");
-        i += (size_t)nd;
-        k += ct_utf8_encode(cp, o + k); /* \xhh: 2 bytes from 4, \u: 3 from 6, \U: 4 from 10 */
-    }
-    o[k] = '\0';
-    t->t = T_STR;
-    t->s = o;
-    t->n = k;
-}
-
-static const char *const ops3[] = {"//", "**", "==", "!=", "<=", ">=", NULL};
-static const char ops1[] = "+-/*%~<>=()[]{},.:|";
-
-/* Tokens of one {{ }} or {% %} tag starting at i (after the opener). Returns
- * the index after the closer (and its whitespace handling). */
-static size_t lex_tag(pctx *c, size_t i, bool block, int *line, bool *ends_nl)
-{
-    const char *s = c->src;
-    size_t n = c->len;
-    int depth = 0;
-    int open_line = *line;
-    for (;;) {
-        size_t j = skip_space(s, i, n);
-        *line += count_lines(s + i, j - i);
-        i = j;
-        if (i >= n)
-            perr(c, TXC_ERR_FORMAT, open_line, "unexpected end of template, expected '%s' to close the tag",
-                 block ? "%}" : "}}");
-        char ch = s[i];
-        if (depth == 0) {
-            char e1 = block ? '%' : '}';
-            bool minus = ch == '-' && i + 2 < n + 0 && s[i + 1] == e1 && s[i + 2] == '}';
-            bool plus = block && ch == '+' && i + 2 < n + 0 && s[i + 1] == '%' && s[i + 2] == '}';
-            bool plain = ch == e1 && i + 1 < n && s[i + 1] == '}';
-            if (minus || plus || plain) {
-                push_tok(c, (tok){.t = block ? T_BEND : T_VEND, .line = *line});
-                i += plain ? 2 : 3;
-                *ends_nl = false;
-                if (minus) {
-                    size_t k = skip_space(s, i, n);
-                    *line += count_lines(s + i, k - i);
-                    *ends_nl = k > i && s[k - 1] == '\n';
-                    i = k;
-                } else if (plain && block && i < n && s[i] == '\n') { /* trim_blocks */
-                    i++;
-                    (*line)++;
-                    *ends_nl = true;
-                }
-                return i;
-            }
-        }
-        tok t = {.line = *line};
-        if (ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')) {
-            size_t k = i;
-            while (k < n && (s[k] == '_' || (s[k] >= 'a' && s[k] <= 'z') || (s[k] >= 'A' && s[k] <= 'Z') ||
-                             (s[k] >= '0' && s[k] <= '9')))
-                k++;
-            t.t = T_NAME;
-            t.s = ct_strndup(c->ar, s + i, k - i);
-            t.n = k - i;
-            i = k;
-        } else if (ch >= '0' && ch <= '9') {
-            char buf[128];
-            size_t b = 0, k = i;
-            bool isf = false;
-            while (k < n && ((s[k] >= '0' && s[k] <= '9') || s[k] == '_') && b < 100) {
-                if (s[k] != '_')
-                    buf[b++] = s[k];
-                k++;
-            }
-            if (k + 1 < n && s[k] == '.' && s[k + 1] >= '0' && s[k + 1] <= '9') {
-                isf = true;
-                buf[b++] = s[k++];
-                while (k < n && ((s[k] >= '0' && s[k] <= '9') || s[k] == '_') && b < 100) {
-                    if (s[k] != '_')
-                        buf[b++] = s[k];
-                    k++;
-                }
-            }
-            if (k < n && (s[k] == 'e' || s[k] == 'E')) {
-                size_t q = k + 1;
-                if (q < n && (s[q] == '+' || s[q] == '-'))
-                    q++;
-                if (q < n && s[q] >= '0' && s[q] <= '9') {
-                    isf = true;
-                    buf[b++] = 'e';
-                    for (size_t r = k + 1; r < q; r++)
-                        buf[b++] = s[r];
-                    k = q;
-                    while (k < n && s[k] >= '0' && s[k] <= '9' && b < 120)
-                        buf[b++] = s[k++];
-                }
-            }
-            buf[b] = '\0';
-            if (b >= 100)
-                perr(c, TXC_ERR_UNSUPPORTED, *line, "number literal too long");
-            if (isf) {
-                t.t = T_FLOAT;
-                t.f = strtod(buf, NULL);
-            } else {
-                t.t = T_INT;
-                errno = 0;
-                t.i = strtoll(buf, NULL, 10);
-                if (errno == ERANGE)
-                    perr(c, TXC_ERR_UNSUPPORTED, *line, "integer literal %s is larger than 64 bits", buf);
-            }
-            i = k;
-        } else if (ch == '\'' || ch == '"') {
-            size_t k = i + 1;
-            while (k < n && s[k] != ch) {
-                if (s[k] == '\\' && k + 1 < n)
-                    k++;
-                k++;
-            }
-            if (k >= n)
-                perr(c, TXC_ERR_FORMAT, *line, "unterminated string literal");
-            lex_string(c, s + i + 1, k - i - 1, *line, &t);
-            *line += count_lines(s + i, k - i);
-            i = k + 1;
-        } else {
-            const char *op = NULL;
-            for (int q = 0; ops3[q]; q++)
-                if (i + 1 < n && s[i] == ops3[q][0] && s[i + 1] == ops3[q][1])
-                    op = ops3[q];
-            if (op) {
-                i += 2;
-            } else if (ch && strchr(ops1, ch)) {
-                op = ct_strndup(c->ar, s + i, 1);
-                i += 1;
-                if (ch == '(' || ch == '[' || ch == '{')
-                    depth++;
-                else if (ch == ')' || ch == ']' || ch == '}') {
-                    if (depth == 0)
-                        perr(c, TXC_ERR_FORMAT, *line, "unexpected '%c'", ch);
-                    depth--;
-                }
-            } else {
-                uint32_t cp;
-                ct_utf8_decode(s + i, n - i, &cp);
-                perr(c, TXC_ERR_FORMAT, *line, "unexpected char U+%04X '%.*s'", (unsigned)cp,
-                     (int)ct_utf8_decode(s + i, n - i, &cp), s + i);
-            }
-            t.t = T_OP;
-            t.s = op;
-            t.n = strlen(op);
-        }
-        push_tok(c, t);
-    }
-}
-
-static void lex(pctx *c)
-{
-    const char *s = c->src;
-    size_t n = c->len;
-    size_t i = 0;
-    int line = 1;
-    bool line_starting = true;
-    while (i < n) {
-        /* the next tag opener */
-        size_t j = i;
-        int kind = 0; /* '{', '%', '#' */
-        while (j + 1 < n) {
-            if (s[j] == '{' && (s[j + 1] == '{' || s[j + 1] == '%' || s[j + 1] == '#')) {
-                kind = s[j + 1];
-                break;
-            }
-            j++;
-        }
-        if (!kind) {
-            emit_data(c, s + i, n - i, line);
-            break;
-        }
-        size_t after = j + 2;
-        char sign = after < n && (s[after] == '-' || s[after] == '+') ? s[after] : 0;
-        size_t text_end = j;
-        if (sign == '-') {
-            text_end = i + rstrip_len(s + i, j - i);
-        } else if (sign != '+' && kind != '{') { /* lstrip_blocks */
-            size_t l = j;
-            while (l > i && s[l - 1] != '\n')
-                l--;
-            bool has_nl = l > i;
-            if (has_nl || line_starting) {
-                size_t q = l;
-                while (q < j && (s[q] == ' ' || s[q] == '\t'))
-                    q++;
-                if (q == j)
-                    text_end = l;
-            }
-        }
-        emit_data(c, s + i, text_end - i, line);
-        line += count_lines(s + i, j - i);
-        int tag_line = line;
-        i = after + (sign ? 1 : 0);
-        if (kind == '#') {
-            size_t k = i;
-            while (k + 1 < n && !(s[k] == '#' && s[k + 1] == '}'))
-                k++;
-            if (k + 1 >= n)
-                perr(c, TXC_ERR_FORMAT, tag_line, "missing end of comment tag");
-            char pre = k > i ? s[k - 1] : 0;
-            line += count_lines(s + i, k - i);
-            k += 2;
-            line_starting = false;
-            if (pre == '-') {
-                size_t q = skip_space(s, k, n);
-                line += count_lines(s + k, q - k);
-                line_starting = q > k && s[q - 1] == '\n';
-                k = q;
-            } else if (pre != '+' && k < n && s[k] == '\n') {
-                k++;
-                line++;
-                line_starting = true;
-            }
-            i = k;
-            continue;
-        }
-        if (kind == '%') { /* {% raw %} is not supported: say so rather than misparse */
-            size_t q = skip_space(s, i, n);
-            if (q + 3 <= n && memcmp(s + q, "raw", 3) == 0 && (q + 3 == n || !((s[q + 3] >= 'a' && s[q + 3] <= 'z') || s[q + 3] == '_')))
-                perr(c, TXC_ERR_UNSUPPORTED, tag_line, "'{%% raw %%}' is not supported");
-        }
-        push_tok(c, (tok){.t = kind == '%' ? T_BBEGIN : T_VBEGIN, .line = tag_line});
-        i = lex_tag(c, i, kind == '%', &line, &line_starting);
-    }
-    push_tok(c, (tok){.t = T_EOF, .line = line});
-}
 
 /* ---- parser ------------------------------------------------------------- */
 #define MAX_DEPTH 200
@@ -533,21 +39,21 @@ static const char *tok_desc(const tok *t)
 static void expect_op(pctx *c, const char *op)
 {
     if (!is_op(cur(c), op))
-        perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected '%s', got '%s'", op, tok_desc(cur(c)));
+        ct_perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected '%s', got '%s'", op, tok_desc(cur(c)));
     c->pos++;
 }
 
 static void expect_bend(pctx *c)
 {
     if (cur(c)->t != T_BEND)
-        perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected end of statement block, got '%s'", tok_desc(cur(c)));
+        ct_perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected end of statement block, got '%s'", tok_desc(cur(c)));
     c->pos++;
 }
 
 static const char *expect_name(pctx *c)
 {
     if (cur(c)->t != T_NAME)
-        perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected a name, got '%s'", tok_desc(cur(c)));
+        ct_perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected a name, got '%s'", tok_desc(cur(c)));
     return c->toks[c->pos++].s;
 }
 
@@ -601,7 +107,7 @@ static ct_node *parse_tuple(pctx *c, bool explicit_parens);
 static void enter(pctx *c)
 {
     if (++c->depth > MAX_DEPTH)
-        perr(c, TXC_ERR_UNSUPPORTED, cur(c)->line, "nesting deeper than %d levels", MAX_DEPTH);
+        ct_perr(c, TXC_ERR_UNSUPPORTED, cur(c)->line, "nesting deeper than %d levels", MAX_DEPTH);
 }
 
 /* ( args, name=value ) after the '(' was consumed */
@@ -615,7 +121,7 @@ static void parse_call_args(pctx *c, ct_node *nd)
         if (is_op(cur(c), ")"))
             break;
         if (is_op(cur(c), "*") || is_op(cur(c), "**"))
-            perr(c, TXC_ERR_UNSUPPORTED, cur(c)->line, "'*args' / '**kwargs' in calls are not supported");
+            ct_perr(c, TXC_ERR_UNSUPPORTED, cur(c)->line, "'*args' / '**kwargs' in calls are not supported");
         if (cur(c)->t == T_NAME && is_op(peek(c, 1), "=")) {
             const char *nm = cur(c)->s;
             c->pos += 2;
@@ -623,7 +129,7 @@ static void parse_call_args(pctx *c, ct_node *nd)
             nl_push(c, &kw, parse_expr(c));
         } else {
             if (kw.n)
-                perr(c, TXC_ERR_FORMAT, cur(c)->line, "positional argument after keyword argument");
+                ct_perr(c, TXC_ERR_FORMAT, cur(c)->line, "positional argument after keyword argument");
             nl_push(c, &args, parse_expr(c));
         }
     }
@@ -654,7 +160,7 @@ static ct_node *parse_primary(pctx *c)
             return nd;
         }
         if (c->in_macro && (!strcmp(t->s, "varargs") || !strcmp(t->s, "kwargs") || !strcmp(t->s, "caller")))
-            perr(c, TXC_ERR_UNSUPPORTED, t->line, "'%s' in a macro is not supported", t->s);
+            ct_perr(c, TXC_ERR_UNSUPPORTED, t->line, "'%s' in a macro is not supported", t->s);
         nd = node(c, E_NAME, t->line);
         nd->name = t->s;
         return nd;
@@ -733,7 +239,7 @@ static ct_node *parse_primary(pctx *c)
     default:
         break;
     }
-    perr(c, TXC_ERR_FORMAT, t->line, "unexpected '%s'", tok_desc(t));
+    ct_perr(c, TXC_ERR_FORMAT, t->line, "unexpected '%s'", tok_desc(t));
 }
 
 static ct_node *parse_subscript(pctx *c, ct_node *obj)
@@ -747,7 +253,7 @@ static ct_node *parse_subscript(pctx *c, ct_node *obj)
         if (is_op(cur(c), ":")) {
             slice = true;
             if (np >= 2)
-                perr(c, TXC_ERR_FORMAT, cur(c)->line, "too many ':' in a slice");
+                ct_perr(c, TXC_ERR_FORMAT, cur(c)->line, "too many ':' in a slice");
             np++;
             c->pos++;
             continue;
@@ -755,10 +261,10 @@ static ct_node *parse_subscript(pctx *c, ct_node *obj)
         if (is_op(cur(c), "]"))
             break;
         if (parts[np])
-            perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected ':' or ']', got '%s'", tok_desc(cur(c)));
+            ct_perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected ':' or ']', got '%s'", tok_desc(cur(c)));
         parts[np] = parse_expr(c);
         if (is_op(cur(c), ","))
-            perr(c, TXC_ERR_UNSUPPORTED, cur(c)->line, "tuple subscripts are not supported");
+            ct_perr(c, TXC_ERR_UNSUPPORTED, cur(c)->line, "tuple subscripts are not supported");
     }
     c->pos++;
     ct_node *nd;
@@ -769,7 +275,7 @@ static ct_node *parse_subscript(pctx *c, ct_node *obj)
         nd->nargs = 3;
     } else {
         if (!parts[0])
-            perr(c, TXC_ERR_FORMAT, t->line, "expected an expression in '[]'");
+            ct_perr(c, TXC_ERR_FORMAT, t->line, "expected an expression in '[]'");
         nd = node(c, E_ITEM, t->line);
         nd->b = parts[0];
     }
@@ -820,10 +326,10 @@ static ct_node *parse_filter(pctx *c, ct_node *input)
     tok *t = cur(c);
     const char *nm = expect_name(c);
     while (is_op(cur(c), ".")) /* dotted filter names */
-        perr(c, TXC_ERR_UNSUPPORTED, t->line, "dotted filter names are not supported");
+        ct_perr(c, TXC_ERR_UNSUPPORTED, t->line, "dotted filter names are not supported");
     int id = ct_filter_id(nm);
     if (id < 0)
-        perr(c, TXC_ERR_UNSUPPORTED, t->line, "filter '%s' is not supported", nm);
+        ct_perr(c, TXC_ERR_UNSUPPORTED, t->line, "filter '%s' is not supported", nm);
     ct_node *f = node(c, E_FILTER, t->line);
     f->a = input;
     f->name = nm;
@@ -855,12 +361,12 @@ static ct_node *parse_filter_expr(pctx *c, ct_node *nd)
             }
             /* test names may be keywords-like names: none, true, false, in ... */
             if (cur(c)->t != T_NAME)
-                perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected a test name, got '%s'", tok_desc(cur(c)));
+                ct_perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected a test name, got '%s'", tok_desc(cur(c)));
             te->name = cur(c)->s;
             c->pos++;
             te->id = ct_test_id(te->name);
             if (te->id < 0)
-                perr(c, TXC_ERR_UNSUPPORTED, t->line, "test '%s' is not supported", te->name);
+                ct_perr(c, TXC_ERR_UNSUPPORTED, t->line, "test '%s' is not supported", te->name);
             tok *u = cur(c);
             if (is_op(u, "(")) {
                 c->pos++;
@@ -869,7 +375,7 @@ static ct_node *parse_filter_expr(pctx *c, ct_node *nd)
                         is_op(u, "{")) &&
                        !is_name(u, "else") && !is_name(u, "or") && !is_name(u, "and")) {
                 if (is_name(u, "is"))
-                    perr(c, TXC_ERR_FORMAT, u->line, "You cannot chain multiple tests with is");
+                    ct_perr(c, TXC_ERR_FORMAT, u->line, "You cannot chain multiple tests with is");
                 ct_node *arg = parse_postfix(c, parse_primary(c));
                 te->args = ct_alloc(c->ar, sizeof *te->args);
                 te->args[0] = arg;
@@ -1121,7 +627,7 @@ static ct_node *parse_tuple(pctx *c, bool explicit_parens)
         if (items.n)
             return items.v[0];
         if (!explicit_parens)
-            perr(c, TXC_ERR_FORMAT, line, "expected an expression, got '%s'", tok_desc(cur(c)));
+            ct_perr(c, TXC_ERR_FORMAT, line, "expected an expression, got '%s'", tok_desc(cur(c)));
     }
     ct_node *nd = node(c, E_TUPLE, line);
     nd->args = items.v;
@@ -1207,7 +713,7 @@ static ct_node *parse_stmt(pctx *c, const char *kw, int line)
         nd = node(c, N_FOR, line);
         parse_targets(c, nd);
         if (!is_name(cur(c), "in"))
-            perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected 'in', got '%s'", tok_desc(cur(c)));
+            ct_perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected 'in', got '%s'", tok_desc(cur(c)));
         c->pos++;
         /* the iterable: no inline if-else here (jinja parses with_condexpr=False) */
         nd->a = parse_or(c);
@@ -1228,7 +734,7 @@ static ct_node *parse_stmt(pctx *c, const char *kw, int line)
             nd->b = parse_expr(c);
         }
         if (is_name(cur(c), "recursive"))
-            perr(c, TXC_ERR_UNSUPPORTED, cur(c)->line, "recursive for loops are not supported");
+            ct_perr(c, TXC_ERR_UNSUPPORTED, cur(c)->line, "recursive for loops are not supported");
         expect_bend(c);
         nd->body = parse_body(c, end_for, &nd->nbody, &which);
         if (!strcmp(which, "else")) {
@@ -1260,7 +766,7 @@ static ct_node *parse_stmt(pctx *c, const char *kw, int line)
             return nd;
         }
         if (nd->nnames != 1)
-            perr(c, TXC_ERR_FORMAT, line, "expected '=' in a set statement");
+            ct_perr(c, TXC_ERR_FORMAT, line, "expected '=' in a set statement");
         nd->kind = N_SETBLOCK;
         if (is_op(cur(c), "|")) {
             c->pos++;
@@ -1287,7 +793,7 @@ static ct_node *parse_stmt(pctx *c, const char *kw, int line)
                 c->pos++;
                 d = parse_expr(c);
             } else if (defs.n && defs.v[defs.n - 1]) {
-                perr(c, TXC_ERR_FORMAT, line, "non-default argument follows default argument");
+                ct_perr(c, TXC_ERR_FORMAT, line, "non-default argument follows default argument");
             }
             nl_push(c, &defs, d);
         }
@@ -1348,8 +854,8 @@ static ct_node *parse_stmt(pctx *c, const char *kw, int line)
                                         "autoescape", "do", "raw", "trans", "pluralize", NULL};
     for (int k = 0; known[k]; k++)
         if (!strcmp(kw, known[k]))
-            perr(c, TXC_ERR_UNSUPPORTED, line, "'{%% %s %%}' is not supported", kw);
-    perr(c, TXC_ERR_FORMAT, line, "Encountered unknown tag '%s'", kw);
+            ct_perr(c, TXC_ERR_UNSUPPORTED, line, "'{%% %s %%}' is not supported", kw);
+    ct_perr(c, TXC_ERR_FORMAT, line, "Encountered unknown tag '%s'", kw);
 }
 
 /* Statements until a block tag whose keyword is in `ends` (NULL: the end of
@@ -1364,7 +870,7 @@ static ct_node **parse_body(pctx *c, const char *const *ends, size_t *count, con
         tok *t = cur(c);
         if (t->t == T_EOF) {
             if (ends)
-                perr(c, TXC_ERR_FORMAT, t->line,
+                ct_perr(c, TXC_ERR_FORMAT, t->line,
                      "unexpected end of template: the block opened at or before line %d needs '{%% %s %%}'",
                      start_line, ends[0] && !strcmp(ends[0], "elif") ? "endif" : ends[0] && !strcmp(ends[0], "else") ? "endfor" : ends[0]);
             break;
@@ -1383,17 +889,17 @@ static ct_node **parse_body(pctx *c, const char *const *ends, size_t *count, con
             ct_node *nd = node(c, N_OUTPUT, t->line);
             nd->a = parse_tuple(c, false);
             if (cur(c)->t != T_VEND)
-                perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected end of print statement, got '%s'",
+                ct_perr(c, TXC_ERR_FORMAT, cur(c)->line, "expected end of print statement, got '%s'",
                      tok_desc(cur(c)));
             c->pos++;
             nl_push(c, &body, nd);
             continue;
         }
         if (t->t != T_BBEGIN)
-            perr(c, TXC_ERR_FORMAT, t->line, "unexpected '%s'", tok_desc(t));
+            ct_perr(c, TXC_ERR_FORMAT, t->line, "unexpected '%s'", tok_desc(t));
         c->pos++;
         if (cur(c)->t != T_NAME)
-            perr(c, TXC_ERR_FORMAT, cur(c)->line, "tag name expected, got '%s'", tok_desc(cur(c)));
+            ct_perr(c, TXC_ERR_FORMAT, cur(c)->line, "tag name expected, got '%s'", tok_desc(cur(c)));
         const char *kw = cur(c)->s;
         int line = cur(c)->line;
         c->pos++;
@@ -1408,7 +914,7 @@ static ct_node **parse_body(pctx *c, const char *const *ends, size_t *count, con
             }
         }
         if (!strncmp(kw, "end", 3) || !strcmp(kw, "elif") || !strcmp(kw, "else"))
-            perr(c, TXC_ERR_FORMAT, line, "Encountered unexpected tag '%s'%s", kw,
+            ct_perr(c, TXC_ERR_FORMAT, line, "Encountered unexpected tag '%s'%s", kw,
                  ends ? "" : " (no block is open)");
         nl_push(c, &body, parse_stmt(c, kw, line));
     }
@@ -1447,7 +953,7 @@ txc_status ct_parse(txc_chat_template *t, const char *src, size_t len)
     norm[k] = '\0';
     c->src = norm;
     c->len = k;
-    lex(c);
+    ct_lex(c);
     const char *which = NULL;
     t->body = parse_body(c, NULL, &t->nbody, &which);
 out:
