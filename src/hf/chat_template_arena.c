@@ -3,6 +3,7 @@
  * hf/chat_template_impl.h). */
 #include "hf/chat_template_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -70,6 +71,25 @@ void ct_arena_free(ct_arena *a)
     }
     a->head = NULL;
     a->used_bytes = 0;
+}
+
+/* ---- errors and name tables ---------------------------------------------- */
+void ct_verror(size_t msg_max, txc_status st, int line, const char *fmt, va_list ap)
+{
+    char msg[768];
+    vsnprintf(msg, msg_max < sizeof msg ? msg_max : sizeof msg, fmt, ap);
+    if (line > 0)
+        txc_error(st, "chat template line %d: %s", line, msg);
+    else
+        txc_error(st, "chat template: %s", msg);
+}
+
+int ct_id_of(const ct_named_id *table, size_t n, const char *name)
+{
+    for (size_t k = 0; k < n; k++)
+        if (!strcmp(table[k].name, name))
+            return table[k].id;
+    return -1;
 }
 
 /* ---- UTF-8 -------------------------------------------------------------- */

@@ -45,10 +45,7 @@ enum {
     FL_ROUND,
     FL_DICTSORT,
 };
-static const struct {
-    const char *name;
-    int id;
-} filters[] = {
+static const ct_named_id filters[] = {
     {"trim", FL_TRIM},         {"length", FL_LENGTH},         {"count", FL_LENGTH},       {"first", FL_FIRST},
     {"last", FL_LAST},         {"upper", FL_UPPER},           {"lower", FL_LOWER},        {"capitalize", FL_CAPITALIZE},
     {"title", FL_TITLE},       {"replace", FL_REPLACE},       {"tojson", FL_TOJSON},      {"join", FL_JOIN},
@@ -61,13 +58,7 @@ static const struct {
     {"round", FL_ROUND},       {"dictsort", FL_DICTSORT},
 };
 
-int ct_filter_id(const char *name)
-{
-    for (size_t k = 0; k < sizeof filters / sizeof *filters; k++)
-        if (!strcmp(filters[k].name, name))
-            return filters[k].id;
-    return -1;
-}
+int ct_filter_id(const char *name) { return ct_id_of(filters, sizeof filters / sizeof *filters, name); }
 
 /* attribute path "a.b.0" of jinja's make_attrgetter */
 static ct_value *attr_path(rctx *c, ct_value *item, ct_value *attr, int line)

@@ -8,6 +8,7 @@
 #define TXC_HF_CHAT_TEMPLATE_IMPL_H
 
 #include <setjmp.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -173,6 +174,18 @@ txc_status ct_parse(txc_chat_template *t, const char *src, size_t len);
 /* Render (see txc_chat_template_render). */
 txc_status ct_render(const txc_chat_template *t, const txc_chat_message *messages, size_t n,
                      bool add_generation_prompt, char **out, size_t *out_len);
+
+/* The error of a parse or a render (then the caller longjmps): txc_error
+ * with "chat template line N: <message>" (line <= 0: "chat template:
+ * <message>"), the message cut to msg_max - 1 bytes (msg_max <= 768). */
+void ct_verror(size_t msg_max, txc_status st, int line, const char *fmt, va_list ap);
+
+/* A name table (filters, tests, methods): the id of `name`, -1 if absent. */
+typedef struct ct_named_id {
+    const char *name;
+    int id;
+} ct_named_id;
+int ct_id_of(const ct_named_id *table, size_t n, const char *name);
 
 /* UTF-8 helpers shared by the parser and the renderer. */
 size_t ct_utf8_decode(const char *s, size_t n, uint32_t *cp); /* bytes used (>= 1) */

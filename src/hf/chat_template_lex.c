@@ -16,12 +16,10 @@
 
 _Noreturn void ct_perr(pctx *c, txc_status st, int line, const char *fmt, ...)
 {
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    ct_verror(512, st, line, fmt, ap); /* line >= 1: every token has one */
     va_end(ap);
-    txc_error(st, "chat template line %d: %s", line, msg);
     longjmp(c->fail, 1);
 }
 

@@ -12,10 +12,7 @@
 #define MAX_CALL_DEPTH 64
 #define MAX_RANGE 100000 /* jinja2.sandbox.MAX_RANGE */
 
-static const struct {
-    const char *name;
-    int id;
-} str_methods[] = {
+static const ct_named_id str_methods[] = {
     {"strip", M_STRIP},           {"lstrip", M_LSTRIP},       {"rstrip", M_RSTRIP},
     {"split", M_SPLIT},           {"rsplit", M_RSPLIT},       {"splitlines", M_SPLITLINES},
     {"startswith", M_STARTSWITH}, {"endswith", M_ENDSWITH},   {"upper", M_UPPER},
@@ -61,11 +58,11 @@ ct_value *ct_getattr_v(rctx *c, ct_value *obj, const char *name, int line)
         return ct_mk_undef(c, "access to attribute '%s' of '%s' object is unsafe", name, ct_type_name(obj));
     switch (obj->kind) {
     case CT_DICT: {
-        static const char *const dm[] = {"get", "items", "keys", "values"};
-        static const int di[] = {M_GET, M_ITEMS, M_KEYS, M_VALUES};
-        for (int k = 0; k < 4; k++)
-            if (!strcmp(name, dm[k]))
-                return ct_mk_func(c, di[k], obj);
+        static const ct_named_id dict_methods[] = {{"get", M_GET}, {"items", M_ITEMS}, {"keys", M_KEYS},
+                                                   {"values", M_VALUES}};
+        int id = ct_id_of(dict_methods, sizeof dict_methods / sizeof *dict_methods, name);
+        if (id >= 0)
+            return ct_mk_func(c, id, obj);
         if (in_list(dict_unimpl, name))
             ct_rfail(c, TXC_ERR_UNSUPPORTED, line, "the dict method '%s' is not supported", name);
         ct_value *v = ct_dict_get_s(obj, name);
@@ -75,13 +72,14 @@ ct_value *ct_getattr_v(rctx *c, ct_value *obj, const char *name, int line)
         ct_value *v = ct_dict_get_s(obj, name);
         return v ? v : ct_mk_undef(c, "'Namespace' object has no attribute '%s'", name);
     }
-    case CT_STR:
-        for (size_t k = 0; k < sizeof str_methods / sizeof *str_methods; k++)
-            if (!strcmp(name, str_methods[k].name))
-                return ct_mk_func(c, str_methods[k].id, obj);
+    case CT_STR: {
+        int id = ct_id_of(str_methods, sizeof str_methods / sizeof *str_methods, name);
+        if (id >= 0)
+            return ct_mk_func(c, id, obj);
         if (in_list(str_unimpl, name))
             ct_rfail(c, TXC_ERR_UNSUPPORTED, line, "the str method '%s' is not supported", name);
         return ct_mk_undef(c, "'str object' has no attribute '%s'", name);
+    }
     case CT_LIST:
         if (in_list(list_unimpl, name))
             ct_rfail(c, TXC_ERR_UNSUPPORTED, line, "the list method '%s' is not supported (lists are immutable in the sandbox)", name);

@@ -551,37 +551,25 @@ static ct_node *parse_not(pctx *c)
     return parse_compare(c);
 }
 
-static ct_node *parse_and(pctx *c)
+/* operand (kw operand)*, left-nested: `and` (E_AND) over not, `or` (E_OR) over and */
+static ct_node *parse_logic(pctx *c, const char *kw, ct_node_kind k, ct_node *(*operand)(pctx *))
 {
-    ct_node *l = parse_not(c);
+    ct_node *l = operand(c);
     int chain = 0;
-    while (is_name(cur(c), "and")) {
+    while (is_name(cur(c), kw)) {
         chain_step(c, &chain);
-        ct_node *nd = node(c, E_AND, cur(c)->line);
+        ct_node *nd = node(c, k, cur(c)->line);
         c->pos++;
         nd->a = l;
-        nd->b = parse_not(c);
+        nd->b = operand(c);
         l = nd;
     }
     c->depth -= chain;
     return l;
 }
 
-static ct_node *parse_or(pctx *c)
-{
-    ct_node *l = parse_and(c);
-    int chain = 0;
-    while (is_name(cur(c), "or")) {
-        chain_step(c, &chain);
-        ct_node *nd = node(c, E_OR, cur(c)->line);
-        c->pos++;
-        nd->a = l;
-        nd->b = parse_and(c);
-        l = nd;
-    }
-    c->depth -= chain;
-    return l;
-}
+static ct_node *parse_and(pctx *c) { return parse_logic(c, "and", E_AND, parse_not); }
+static ct_node *parse_or(pctx *c) { return parse_logic(c, "or", E_OR, parse_and); }
 
 /* x if cond else y */
 static ct_node *parse_expr(pctx *c)

@@ -35,10 +35,7 @@ enum {
     T_UPPER,
     T_ESCAPED,
 };
-static const struct {
-    const char *name;
-    int id;
-} tests[] = {
+static const ct_named_id tests[] = {
     {"defined", T_DEFINED},     {"undefined", T_UNDEFINED}, {"none", T_NONE},       {"boolean", T_BOOLEAN},
     {"false", T_FALSE},         {"true", T_TRUE},           {"integer", T_INTEGER}, {"float", T_FLOAT},
     {"number", T_NUMBER},       {"string", T_STRING},       {"mapping", T_MAPPING}, {"iterable", T_ITERABLE},
@@ -51,13 +48,7 @@ static const struct {
     {"upper", T_UPPER},         {"escaped", T_ESCAPED},
 };
 
-int ct_test_id(const char *name)
-{
-    for (size_t k = 0; k < sizeof tests / sizeof *tests; k++)
-        if (!strcmp(tests[k].name, name))
-            return tests[k].id;
-    return -1;
-}
+int ct_test_id(const char *name) { return ct_id_of(tests, sizeof tests / sizeof *tests, name); }
 
 bool ct_run_test(rctx *c, int id, ct_value *v, ct_value **a, size_t na, int line)
 {

@@ -24,15 +24,10 @@ ct_value ct_v_false = {.kind = CT_BOOL, .b = false};
 
 _Noreturn void ct_rfail(rctx *c, txc_status st, int line, const char *fmt, ...)
 {
-    char msg[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    ct_verror(768, st, line, fmt, ap);
     va_end(ap);
-    if (line > 0)
-        txc_error(st, "chat template line %d: %s", line, msg);
-    else
-        txc_error(st, "chat template: %s", msg);
     longjmp(c->fail, 1);
 }
 
