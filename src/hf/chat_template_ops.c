@@ -12,6 +12,7 @@
 #define MAX_CALL_DEPTH 64
 #define MAX_RANGE 100000 /* jinja2.sandbox.MAX_RANGE */
 
+/* ---- builtin functions and methods ------------------------------------- */
 static const ct_named_id str_methods[] = {
     {"strip", M_STRIP},           {"lstrip", M_LSTRIP},       {"rstrip", M_RSTRIP},
     {"split", M_SPLIT},           {"rsplit", M_RSPLIT},       {"splitlines", M_SPLITLINES},
@@ -236,11 +237,7 @@ ct_value *ct_getitem_v(rctx *c, ct_value *obj, ct_value *key, int line)
             return v;
     }
     if (key->kind == CT_STR) {
-        if (obj->kind == CT_DICT) { /* a key that is not there: getattr, then undefined */
-            char *nm = ct_strndup(&c->ar, key->str.s, key->str.n);
-            ct_value *v = ct_getattr_v(c, obj, nm, line);
-            return v;
-        }
+        /* a key a dict does not have, or an item of another object: getattr, then undefined */
         return ct_getattr_v(c, obj, ct_strndup(&c->ar, key->str.s, key->str.n), line);
     }
     sbuf b = {0};
@@ -248,6 +245,7 @@ ct_value *ct_getitem_v(rctx *c, ct_value *obj, ct_value *key, int line)
     return ct_mk_undef(c, "'%s object' has no element %.*s", ct_type_name(obj), (int)b.n, b.p ? b.p : "");
 }
 
+/* ---- argument binding and calls ----------------------------------------- */
 /* Bind `a` to the parameters `names` (NULL-terminated) into out[] (NULL:
  * not given). */
 void ct_bind(rctx *c, const args *a, const char *const *names, ct_value **out, const char *what, int line)

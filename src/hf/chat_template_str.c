@@ -1,7 +1,7 @@
-/* Chat templates: Python's str methods (strip, split, replace, case
- * mapping with Python's full mappings, find, join, is*...) as templates
- * call them, shared with the filters that do the same (see
- * hf/chat_template_render.h). */
+/* Chat templates: Python's str methods as templates call them (strip,
+ * split, replace, upper / lower / title with utf8proc's case mappings and
+ * Python's special cases, find, join, is*...), and the helpers the filters
+ * that do the same share (see hf/chat_template_render.h). */
 #include "hf/chat_template_render.h"
 
 #include <stdlib.h>
