@@ -93,12 +93,28 @@ static void test_tokenizer_not_utf8(void **state)
     txc_tokenizer_free(t);
 }
 
+/* fuzz_tokenizer_load: a Digits pre-tokenizer whose individual_digits is not
+ * a boolean: the error was returned, but the uninitialised flag was read
+ * first (UBSan: load of value 144, not a valid value for type 'bool'). */
+static void test_digits_flag_not_bool(void **state)
+{
+    (void)state;
+    static const char json[] = "{\"pre_tokenizer\":{\"type\":\"Digits\",\"individual_digits\":7},"
+                               "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]}}";
+    txc_tokenizer *t = NULL;
+    txc_clear_error();
+    assert_int_equal(txc_tokenizer_parse(json, strlen(json), &t), TXC_ERR_FORMAT);
+    assert_null(t);
+    assert_non_null(strstr(txc_last_error(), "individual_digits"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tokenizer_parse),
         cmocka_unit_test(test_added_tokens_after_shared_ids),
         cmocka_unit_test(test_tokenizer_not_utf8),
+        cmocka_unit_test(test_digits_flag_not_bool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -112,7 +112,7 @@ static txc_status parse_one(tk_pretok *p, const cJSON *j, const char *type)
         if (!st)
             st = tk_json_bool(j, what, "invert", false, &p->invert);
     } else if (!strcmp(type, "Digits")) {
-        bool individual;
+        bool individual = false; /* read only when tk_json_bool succeeds */
         p->kind = TK_PRETOK_DIGITS;
         st = tk_json_bool(j, "pre_tokenizer Digits", "individual_digits", false, &individual);
         p->pat.cc = TK_CC_NUMERIC;
