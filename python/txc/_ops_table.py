@@ -27,7 +27,12 @@ CONVERTERS = {
     "scale": lambda v: float("nan") if v is None else float(v),
     "float": float,
     "int": int,
+    "one": lambda v: v if isinstance(v, int) else (v[0] if len(v) == 1 else _several(v)),
 }
+
+
+def _several(v):
+    raise ValueError(f"txc: a reduction over several dims {list(v)}")
 
 _UNARY = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "silu", "relu",
           "logical_not"]
@@ -72,7 +77,7 @@ ATEN = {
     "sum.default": ("sum", "self =[] =False", {"dtype": None}),
     "mean.dim": ("mean", "self dim|dims keepdim", {"dtype": None}),
     "mean.default": ("mean", "self =[] =False", {"dtype": None}),
-    "amax.default": ("max", "self dim|int keepdim"),  # one dim (conversion fails for a list of several)
+    "amax.default": ("max", "self dim|one keepdim"),
     "argmax.default": [("argmax_all", "self", {"dim": None}), ("argmax", "self dim keepdim")],
     "max.default": ("max_all", "self"),
     "_softmax.default": ("softmax", "self dim", {"half_to_float": False}),
@@ -114,3 +119,10 @@ FUNCTIONS = {
         "query key value attn_mask is_causal scale|scale", {"dropout_p": 0.0}),
     "linear": ("linear", "input weight bias", "input weight bias"),
 }
+
+# prims (what some of PyTorch's decompositions produce: torch._refs), same txc ops
+PRIMS = {"where.default": ("where", "pred a b"), "convert_element_type.default": ("to_dtype", "a dtype")}
+for _n in _UNARY[:-1]:
+    PRIMS[_n + ".default"] = (_n, "self")
+for _n in _BINARY[:2] + _COMPARE + ["add", "sub", "mul", "div", "pow"]:
+    PRIMS[_n + ".default"] = (_n, "self other")

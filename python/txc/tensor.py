@@ -59,7 +59,7 @@ class Tensor(torch.Tensor):
     def __new__(cls, elem, env):
         return torch.Tensor._make_wrapper_subclass(
             cls, elem.shape, strides=elem.strides, dtype=x2t_dtype(elem.dtype),
-            device=torch.device(DEVICE_NAME, 0), requires_grad=False)
+            device="meta", requires_grad=False)
 
     def __init__(self, elem, env):
         super().__init__()
@@ -67,6 +67,12 @@ class Tensor(torch.Tensor):
         self._env = env
 
     __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @property
+    def device(self):
+        # The wrapper itself is a meta tensor (no storage, no device guard in torch's C++); to
+        # Python code it is on 'txc' (torch's privateuse1 backend, renamed), as torchax's 'jax'.
+        return torch.device(DEVICE_NAME, 0)
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
@@ -144,7 +150,7 @@ def _is_txc_device(dev):
         return False
     if isinstance(dev, str):
         dev = torch.device(dev)
-    return dev.type in (DEVICE_NAME, "privateuseone")
+    return dev.type in (DEVICE_NAME, "privateuseone", "meta")
 
 
 class Environment(contextlib.ContextDecorator):
@@ -287,8 +293,8 @@ class Environment(contextlib.ContextDecorator):
                 return False
         return True
 
-    def _lookup(self, fname, b):
-        rows = _ATEN_ROWS.get(fname)
+    def _lookup(self, fname, b, ns="aten"):
+        rows = (_ATEN_ROWS if ns == "aten" else _PRIMS_ROWS if ns == "prims" else {}).get(fname)
         if rows is None:
             return None
         for row in rows:
@@ -302,21 +308,24 @@ class Environment(contextlib.ContextDecorator):
             print(f"txc dispatch: {fname}")
         self.op_counts[fname] = self.op_counts.get(fname, 0) + 1
         if func in self._overrides:
-            return self._overrides[func](*args, **kwargs)
+            with self._dispatch_mode:
+                return self._overrides[func](*args, **kwargs)
         if fname in _CONSTRUCTORS or fname in _NEW or fname in _LIKE:
             return self._constructor(func, fname, args, kwargs)
         if fname in ("_to_copy.default", "to.dtype", "to.device", "lift_fresh.default"):
             return self._to_copy(func, args, kwargs)
         flat = pytree.arg_tree_leaves(*args, **kwargs)
         if not any(isinstance(t, Tensor) for t in flat):
-            return func(*args, **kwargs)
+            with _no_modes():
+                return func(*args, **kwargs)
         if self.config.debug_accuracy_for_each_op:
             return self._checked(func, fname, args, kwargs)
         return self._dispatch_txc(func, fname, args, kwargs)
 
     def _dispatch_txc(self, func, fname, args, kwargs):
         b = self._bind(func, args, kwargs) if hasattr(func, "_schema") else {}
-        row = self._lookup(fname, b)
+        ns = getattr(func, "namespace", "aten")
+        row = self._lookup(fname, b, ns)
         if row is not None:
             return self.wrap(self._call_row(row, b, fname))
         special = _SPECIAL.get(fname)
@@ -335,7 +344,8 @@ class Environment(contextlib.ContextDecorator):
         r = func.decompose(*args, **kwargs) if hasattr(func, "decompose") else NotImplemented
         if r is not NotImplemented:
             return r
-        raise OperatorNotFound(f"txc has no lowering for aten::{fname} and PyTorch has no decomposition of it")
+        ns = getattr(func, "namespace", "aten")
+        raise OperatorNotFound(f"txc has no lowering for {ns}::{fname} and PyTorch has no decomposition of it")
 
     def _inplace(self, func, fname, args, kwargs):
         """self.op_(...): the functional op's result written into self (views of self see it)."""
@@ -427,7 +437,8 @@ class Environment(contextlib.ContextDecorator):
         """The TorchFunctionMode's part: F.scaled_dot_product_attention and F.linear whole, and
         Tensor.to / torch.tensor with device 'txc'; NotImplemented lets torch run the function."""
         if func in self._overrides:
-            return self._overrides[func](*args, **kwargs)
+            with self._function_mode:
+                return self._overrides[func](*args, **kwargs)
         name = getattr(func, "__name__", None)
         row = _FUNCTION_ROWS.get(func)
         if row is not None:
@@ -513,6 +524,7 @@ _FACTORIES = {torch.tensor, torch.as_tensor, torch.zeros, torch.ones, torch.full
               torch.rand, torch.randn, torch.randint, torch.linspace, torch.eye, torch.zeros_like,
               torch.ones_like, torch.full_like, torch.empty_like, torch.tril_indices}
 _ATEN_ROWS = {k: _rows(v) for k, v in _ops_table.ATEN.items()}
+_PRIMS_ROWS = {k: _rows(v) for k, v in _ops_table.PRIMS.items()}
 _FUNCTION_ROWS = {getattr(F, k): v for k, v in _ops_table.FUNCTIONS.items()}
 _FUNCTION_ROWS[torch.matmul] = ("matmul", "input other", "input other")
 
@@ -520,11 +532,13 @@ _DECOMP = None
 
 
 def _decomposition(func):
+    """PyTorch's decomposition of an op: the core-aten ones first (they produce aten ops the table
+    maps), then any registered one (which may produce prims)."""
     global _DECOMP
     if _DECOMP is None:
-        from torch._decomp import decomposition_table
-        _DECOMP = decomposition_table
-    return _DECOMP.get(func)
+        from torch._decomp import core_aten_decompositions, decomposition_table
+        _DECOMP = (core_aten_decompositions(), decomposition_table)
+    return _DECOMP[0].get(func) or _DECOMP[1].get(func)
 
 
 @contextlib.contextmanager
@@ -586,6 +600,14 @@ def _item(env, func, b):
     return b["self"]._elem.item()
 
 
+def _add_alpha(env, func, b):
+    """add/sub with alpha != 1: self + alpha * other."""
+    op = "add" if func.__name__.startswith("add") else "sub"
+    o = b["other"]
+    scaled = _C.call("mul_scalar", env._x(o, b["self"]._elem.dtype), float(b["alpha"]))
+    return env.wrap(_C.call(op, env._x(b["self"]), scaled))
+
+
 def _max_dim(env, func, b):
     t, dim, keep = env._x(b["self"]), b["dim"], b.get("keepdim", False)
     return (env.wrap(_C.call("max", t, dim, keep)), env.wrap(_C.call("argmax", t, dim, keep)))
@@ -620,6 +642,6 @@ _SPECIAL = {
     "detach.default": _same, "alias.default": _same,
     "copy_.default": _copy_, "fill_.Scalar": _fill_, "zero_.default": _zero_,
     "_local_scalar_dense.default": _item,
-    "max.dim": _max_dim, "squeeze.dims": _squeeze_dims,
+    "max.dim": _max_dim, "add.Tensor": _add_alpha, "sub.Tensor": _add_alpha, "squeeze.dims": _squeeze_dims,
     "split_with_sizes.default": _split_with_sizes, "split.Tensor": _split,
 }
