@@ -76,7 +76,14 @@ class Tensor(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-        # Reached only when no environment's dispatch mode is active.
+        # Reached only when no environment's dispatch mode is active. Copying back to the CPU
+        # (.cpu(), .to('cpu')) needs no environment; any other op does.
+        if func is aten._to_copy.default:
+            dev = (kwargs or {}).get("device")
+            if dev is not None and torch.device(dev).type == "cpu":
+                r = torch.from_dlpack(args[0]._elem).clone()
+                dt = (kwargs or {}).get("dtype")
+                return r.to(dt) if dt is not None else r
         raise TxcError(
             f"{func}: a txc tensor was used outside its environment; enter it first: "
             f"`with txc.default_env(): ...` (or txc.enable_globally())")
