@@ -93,3 +93,11 @@ def from_dlpack(x, env=None, copy=False):
 def jit(fn, **kw):
     """txc.interop.jax_jit."""
     return interop.jax_jit(fn, **kw)
+
+
+def register_static_cache_pytree():
+    """Register transformers' StaticCache (5.x: layers holding keys, values and cumulative_length)
+    as a pytree node, as the article registers it for torchax: its tensors become the leaves (jit
+    inputs, updated in place by the plan), the config and sizes static. Idempotent."""
+    from .hf import register_static_cache
+    register_static_cache()

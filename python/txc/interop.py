@@ -20,7 +20,7 @@ def txc_view(x):
 
 def jax_jit(fn, kwargs_for_jax_jit=None, fix_for_buffer_donation=False, **kw):
     """Compile a torch function into a cached txc plan (txc/jit.h); see txc.jit.Jit."""
-    from .jit import Jit
+    from ._jit import Jit
     opts = dict(kwargs_for_jax_jit or {})
     opts.update(kw)
     return Jit(fn, **opts)

@@ -570,9 +570,11 @@ def _write(env, dst, src):
                        "tensors (the cache itself) can be written in place")
     n = math.prod(e.shape)
     s = src if src.dtype == e.dtype else _C.call("to_dtype", src, e.dtype)
-    s = _C.call("reshape", _C.call("contiguous", _C.call("expand", s, e.shape)), [n])
+    s = _C.call("contiguous", _C.call("expand", s, e.shape))
+    s = _C.call("unsqueeze", s, 0) if e.ndim == 0 else _C.call("reshape", s, [n])
     idx = _C.arange(env._c, 0.0, float(n), 1.0, "int64")
-    _C.call("index_copy_", _C.call("view", e, [n]), 0, idx, s)
+    flat = _C.call("unsqueeze", e, 0) if e.ndim == 0 else _C.call("view", e, [n])
+    _C.call("index_copy_", flat, 0, idx, s)
 
 def _same(env, func, b):
     t = b["self"]

@@ -20,11 +20,17 @@ the caller's array: the cache is donated, not copied.
 What cannot be traced raises: `.item()` of a traced tensor (data-dependent
 Python control flow), copy_ into a traced tensor other than index_copy_.
 """
+import os
+import sys
+
 import torch
 from torch.utils import _pytree as pytree
 
 from . import _C
 from .tensor import Tensor
+
+
+_DEBUG = bool(os.environ.get("TXC_JIT_DEBUG"))
 
 
 class Jit:
@@ -49,7 +55,11 @@ class Jit:
         return len(self._keys) - 1
 
     def __call__(self, *args, **kwargs):
-        flat, spec = pytree.tree_flatten_with_path((args, kwargs))
+        try:
+            flat, _ = pytree.tree_flatten_with_path((args, kwargs))
+        except ValueError:  # a node registered without key paths
+            leaves = pytree.tree_leaves((args, kwargs))
+            flat = [((pytree.SequenceKey(i),), v) for i, v in enumerate(leaves)]
         leaves = [v for _, v in flat]
         tpos, arrays, names, statics = [], [], [], []
         for i, (path, v) in enumerate(flat):
@@ -96,6 +106,7 @@ class Jit:
             else:
                 template.append(v)
         self._out[key] = (out_spec, template)
+        if _DEBUG: print("txc.jit: traced", len(arrays), "inputs", len(outs), "outputs", file=sys.stderr)
         return outs
 
     @property
