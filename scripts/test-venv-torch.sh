@@ -44,6 +44,11 @@ PY
     exit 0
   fi
 fi
+if [ -e "$venv" ] && [ ! -e "$stamp" ]; then
+  # not made by this script and not matching: never delete someone's venv
+  echo "test-venv-torch: $venv exists but does not satisfy $req; remove it or point TXC_TORCH_VENV elsewhere" >&2
+  exit 1
+fi
 rm -rf "$venv"
 if ! python3 -m venv "$venv" >&2; then
   echo "test-venv-torch: python3 -m venv failed (Debian: apt-get install python3-venv)" >&2
