@@ -123,7 +123,10 @@ int txcpy_copy_strided(txc_tensor *dst, txc_tensor *src)
     /* a source overlapping the destination: copy it out first */
     txc_tensor *tmp = NULL;
     if (txc_tensor_array(src) == txc_tensor_array(dst)) {
-        tmp = txc_tensor_from_data(txc_tensor_env(src), txc_tensor_dtype(src), ns, txc_tensor_shape(src), NULL);
+        txc_env *senv = txc_tensor_env(src);
+        int mark = txc_env_scope_begin(senv); /* from_data's result belongs to an open scope */
+        tmp = txc_tensor_retain(txc_tensor_from_data(senv, txc_tensor_dtype(src), ns, txc_tensor_shape(src), NULL));
+        txc_env_scope_end(senv, mark);
         if (!tmp) {
             txcpy_raise("txc: copy_: out of memory");
             return -1;
@@ -338,10 +341,14 @@ static PyObject *mod_from_dlpack(PyObject *mod, PyObject *args)
     }
     char *base = (char *)d->data + d->byte_offset;
     txc_tensor *t = NULL;
+    /* results of txc_tensor_wrap/from_data belong to an open scope (a jit's trace has one):
+     * make them in a scope of ours and keep one reference */
+    int mark = txc_env_scope_begin(env);
     if (compact && !copy && numel > 0) {
         size_t nbytes = (size_t)numel * txc_dtype_size(dtype);
         txc_storage *s = txc_storage_from_external(base, nbytes, import_deleter, m);
         if (!s) {
+            txc_env_scope_end(env, mark);
             Py_DECREF(cap);
             return txcpy_raise("txc.from_dlpack: storage");
         }
@@ -349,14 +356,15 @@ static PyObject *mod_from_dlpack(PyObject *mod, PyObject *args)
         txc_array *a = txc_array_from_storage(s, 0, dtype, d->ndim, d->shape);
         txc_storage_release(s);
         if (!a) {
+            txc_env_scope_end(env, mark);
             Py_DECREF(cap);
             return txcpy_raise("txc.from_dlpack: array");
         }
-        t = txc_tensor_wrap(env, a);
+        t = txc_tensor_retain(txc_tensor_wrap(env, a));
         txc_array_release(a);
     } else {
         /* a copy, through the strided copy (shape as given, any strides) */
-        t = txc_tensor_from_data(env, dtype, d->ndim, d->shape, NULL);
+        t = txc_tensor_retain(txc_tensor_from_data(env, dtype, d->ndim, d->shape, NULL));
         if (t && numel > 0) {
             int64_t st[TXC_MAX_DIMS];
             int64_t e = 1;
@@ -367,6 +375,7 @@ static PyObject *mod_from_dlpack(PyObject *mod, PyObject *args)
             copy_rec(0, d->ndim, d->shape, dtype, base, st, dtype, txc_tensor_data_ptr(t), txc_tensor_strides(t));
         }
     }
+    txc_env_scope_end(env, mark);
     Py_DECREF(cap); /* a consumed capsule's destructor does nothing */
     if (!t)
         return txcpy_raise("txc.from_dlpack failed");

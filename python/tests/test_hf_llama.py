@@ -54,3 +54,38 @@ def test_greedy_tokens_match_cpu(model_and_ref, cache_kind):
         model.to("cpu")
     assert got.cpu().tolist() == ref.tolist()
     torch.testing.assert_close(logits.cpu(), ref_logits, atol=1e-4, rtol=1e-4)
+
+
+def test_jitted_decode_step_matches_cpu(model_and_ref):
+    """The article's section 5: jax_jit(decode_one_token), weights through functional_call, the
+    StaticCache a registered pytree; one compilation for every position."""
+    model, ref, _ = model_and_ref
+    txc.register_static_cache_pytree()
+
+    def decode_one_token(weights, cur_token, cache_position, cache):
+        logits, cache = torch.func.functional_call(
+            model, weights, (cur_token,),
+            dict(cache_position=cache_position, cache=cache, return_dict=False, use_cache=True))
+        return torch.argmax(logits[:, -1], dim=-1)[:, None], cache
+
+    env = txc.default_env()
+    try:
+        with env, torch.no_grad():
+            model.to("txc")
+            weights = dict(model.named_parameters())
+            weights.update(model.named_buffers())
+            cache = StaticCache(config=model.config, max_cache_len=64)
+            ids = torch.tensor(PROMPT).to("txc")
+            out = model(ids, cache=cache, use_cache=True)
+            tok = out.logits[:, -1].argmax(-1, keepdim=True)
+            toks = [tok.cpu()]
+            jitted = txc.interop.jax_jit(decode_one_token)
+            for i in range(N - 1):
+                tok, cache = jitted(weights, tok, torch.tensor([len(PROMPT[0]) + i]).to("txc"), cache)
+                toks.append(tok.cpu())
+            s = jitted.stats
+    finally:
+        model.to("cpu")
+    assert torch.cat(toks, 1).tolist() == ref.tolist()
+    assert s["misses"] == 1 and s["hits"] == N - 2, s
+    assert s["last_recompile_reason"] == "first call"

@@ -75,3 +75,15 @@ def test_jit_refuses_item_while_tracing(env):
 def test_jit_refuses_cpu_inputs(env):
     with pytest.raises(TypeError, match="to\\('txc'\\)"):
         txc.jit(lambda x: x + 1)(torch.ones(3))
+
+
+def test_jit_constants_made_while_tracing(env):
+    # torch.arange / torch.ones with device='txc' inside the traced function are made eagerly
+    # (a copy into a txc array) and captured as constants of the plan; the array must stay alive
+    # after the trace's scope ends (it was released with it once: the constant read garbage)
+    c = torch.tensor(2).to("txc")
+    j = txc.jit(lambda c: torch.arange(3, device=c.device) + c)
+    assert j(c).cpu().tolist() == [2, 3, 4]
+    assert j(c).cpu().tolist() == [2, 3, 4]
+    j2 = txc.jit(lambda c: torch.ones(3, device=c.device) * 5 + c)
+    assert j2(c).cpu().tolist() == [7.0, 7.0, 7.0]
