@@ -23,8 +23,14 @@ from . import interop  # noqa: F401
 
 __version__ = "0.1.0"
 
-torch.utils.rename_privateuse1_backend("txc")
-torch._register_device_module("txc", _device_module)
+from . import tensor as _tensor
+
+# torch has one privateuse1 backend per process: 'txc' unless another package (torchax's 'jax')
+# took it first, then txc tensors report that name and `.to(name)` moves to txc
+if torch._C._get_privateuse1_backend_name() == "privateuseone":
+    torch.utils.rename_privateuse1_backend("txc")
+    torch._register_device_module("txc", _device_module)
+_tensor.DEVICE_NAME = torch._C._get_privateuse1_backend_name()
 
 Array = _C.Array
 

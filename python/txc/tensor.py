@@ -157,7 +157,7 @@ def _is_txc_device(dev):
         return False
     if isinstance(dev, str):
         dev = torch.device(dev)
-    return dev.type in (DEVICE_NAME, "privateuseone", "meta")
+    return dev.type in (DEVICE_NAME, "txc", "privateuseone", "meta")
 
 
 class Environment(contextlib.ContextDecorator):
