@@ -4,7 +4,8 @@
 # UndefinedBehaviorSanitizer build (build-asan/) — then runs each libFuzzer
 # target (fuzz/, clang, build-fuzz/) for a short smoke on its committed
 # corpus (TXC_FUZZ_SMOKE_SECONDS each, default 20; scripts/fuzz.sh runs one
-# longer), and prints one summary line counting tests and fuzz targets.
+# longer), runs the Python frontend's pytest suite (scripts/test-python.sh,
+# counted as one), and prints one summary line counting tests and fuzz targets.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh || exit 1
@@ -27,6 +28,12 @@ for variant in normal asan; do
   n=$(sed -E 's/.* tests failed out of ([0-9]+).*/\1/' <<<"$line")
   total_fail=$((total_fail + failed)); total_pass=$((total_pass + n - failed))
 done
+echo "== python frontend (python/, pytest in the cached torch venv: scripts/test-python.sh) =="
+./scripts/test-python.sh
+rc=$?
+if [ $rc -eq 0 ]; then total_pass=$((total_pass + 1))
+elif [ $rc -eq 77 ]; then echo "python frontend: skipped (no network for the venv)"
+else echo "python frontend: FAILED ($rc)"; total_fail=$((total_fail + 1)); fi
 echo "== fuzz build (build-fuzz), ${TXC_FUZZ_SMOKE_SECONDS:-20} s per target =="
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DTXC_FUZZ=ON -DTXC_BUILD_TESTS=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1

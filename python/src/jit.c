@@ -1,0 +1,243 @@
+/* txc._C.Jit: txc_jit (txc/jit.h) over a Python function.
+ *
+ * The traced function is a Python callable trace(arrays, key) -> list of
+ * Arrays: txc.jit.Jit passes the inputs (traced txc tensors while compiling)
+ * through the torch function under the environment's dispatch, so every op
+ * reaches the C op table, which records it through the env's trace hook.
+ * A call binds concrete inputs; the plan's outputs (borrowed from its arena)
+ * are cloned unless they are one of the inputs (a donated cache written in
+ * place), so a result outlives the next call as a torch result does. */
+#include "txc_py.h"
+
+#include "txc/jit.h"
+
+#include <string.h>
+
+typedef struct {
+    PyObject_HEAD
+    txc_jit *jit;
+    PyObject *trace; /* callable(list of Arrays, int key) -> list of Arrays */
+    txc_env *env;
+} JitObject;
+
+static txc_status trace_cb(void *ctx, txc_tensor *const *inputs, int n_inputs, const void *static_args,
+                           size_t static_len, txc_tensor **outputs, int max_outputs, int *n_outputs)
+{
+    JitObject *self = ctx;
+    long long key = 0;
+    if (static_len == sizeof key)
+        memcpy(&key, static_args, sizeof key);
+    PyObject *lst = PyList_New(n_inputs);
+    if (!lst)
+        return txc_error(TXC_ERR_NOMEM, "txc.jit: out of memory");
+    for (int i = 0; i < n_inputs; i++) {
+        TxcArrayObject *a = PyObject_New(TxcArrayObject, &TxcArray_Type);
+        if (!a) {
+            Py_DECREF(lst);
+            return txc_error(TXC_ERR_NOMEM, "txc.jit: out of memory");
+        }
+        a->t = txc_tensor_retain(inputs[i]);
+        PyList_SET_ITEM(lst, i, (PyObject *)a);
+    }
+    PyObject *res = PyObject_CallFunction(self->trace, "OL", lst, key);
+    Py_DECREF(lst);
+    if (!res) {
+        /* the Python exception stays set: txc_jit_call's caller raises it */
+        return txc_error(TXC_ERR_INVALID, "txc.jit: the traced function raised");
+    }
+    PyObject *seq = PySequence_Fast(res, "txc.jit: the trace returns a list of Arrays");
+    Py_DECREF(res);
+    if (!seq)
+        return txc_error(TXC_ERR_INVALID, "txc.jit: bad trace result");
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > max_outputs) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "txc.jit: %zd outputs (at most %d)", n, max_outputs);
+        return txc_error(TXC_ERR_CAPACITY, "txc.jit: too many outputs");
+    }
+    txc_env *env = txc_env_active();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyObject_TypeCheck(o, &TxcArray_Type)) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_TypeError, "txc.jit: an output is not a txc Array");
+            return txc_error(TXC_ERR_INVALID, "txc.jit: bad output");
+        }
+        /* one reference for the jit's scope (the Array keeps its own) */
+        outputs[i] = txc_env_scope_adopt(env, txc_tensor_retain(((TxcArrayObject *)o)->t));
+    }
+    *n_outputs = (int)n;
+    Py_DECREF(seq);
+    return TXC_OK;
+}
+
+static int jit_init(JitObject *self, PyObject *args, PyObject *kw)
+{
+    PyObject *envo, *trace;
+    const char *name = "txc.jit";
+    if (!PyArg_ParseTuple(args, "O!O|s", &TxcEnv_Type, &envo, &trace, &name))
+        return -1;
+    if (!PyCallable_Check(trace)) {
+        PyErr_SetString(PyExc_TypeError, "Jit(env, trace, name): trace must be callable");
+        return -1;
+    }
+    self->env = ((TxcEnvObject *)envo)->env;
+    Py_INCREF(trace);
+    self->trace = trace;
+    txc_clear_error();
+    self->jit = txc_jit_new(self->env, name, trace_cb, self);
+    if (!self->jit) {
+        txcpy_raise("txc_jit_new failed");
+        return -1;
+    }
+    return 0;
+}
+
+static void jit_dealloc(JitObject *self)
+{
+    if (self->jit)
+        txc_jit_free(self->jit);
+    Py_XDECREF(self->trace);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* call(arrays, names, key, clone_outputs) -> list of Arrays */
+static PyObject *jit_call(JitObject *self, PyObject *args)
+{
+    PyObject *arrs, *names;
+    long long key;
+    int clone = 1;
+    if (!PyArg_ParseTuple(args, "OOL|p", &arrs, &names, &key, &clone))
+        return NULL;
+    PyObject *seq = PySequence_Fast(arrs, "a list of Arrays");
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > TXC_JIT_MAX_IO) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "txc.jit: %zd inputs (at most %d)", n, TXC_JIT_MAX_IO);
+        return NULL;
+    }
+    txc_tensor **in = PyMem_Calloc((size_t)n + 1, sizeof *in);
+    txc_tensor **out = PyMem_Calloc(TXC_JIT_MAX_IO, sizeof *out);
+    const char **nm = PyMem_Calloc((size_t)n + 1, sizeof *nm);
+    PyObject *result = NULL;
+    if (!in || !out || !nm) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyObject_TypeCheck(o, &TxcArray_Type)) {
+            PyErr_SetString(PyExc_TypeError, "txc.jit: an input is not a txc Array");
+            goto done;
+        }
+        in[i] = ((TxcArrayObject *)o)->t;
+        PyObject *s = PySequence_GetItem(names, i);
+        nm[i] = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : NULL;
+        Py_XDECREF(s); /* the names list keeps the strings alive */
+        if (!nm[i])
+            PyErr_Clear();
+    }
+    int n_out = 0;
+    txc_clear_error();
+    txc_status st = txc_jit_call(self->jit, in, (int)n, nm, &key, sizeof key, out, TXC_JIT_MAX_IO, &n_out);
+    if (st != TXC_OK) {
+        if (PyErr_Occurred()) { /* the traced function's own exception */
+            txc_clear_error();
+            goto done;
+        }
+        txcpy_raise("txc.jit call failed");
+        goto done;
+    }
+    result = PyList_New(n_out);
+    if (!result)
+        goto done;
+    int mark = txc_env_scope_begin(self->env);
+    for (int i = 0; i < n_out; i++) {
+        txc_tensor *t = out[i];
+        int is_input = 0;
+        for (Py_ssize_t j = 0; j < n; j++)
+            if (in[j] == t)
+                is_input = 1;
+        txc_tensor *r = (clone && !is_input) ? txc_tensor_retain(txc_clone(t)) : txc_tensor_retain(t);
+        if (!r) {
+            txc_env_scope_end(self->env, mark);
+            Py_CLEAR(result);
+            txcpy_raise("txc.jit: copying an output failed");
+            goto done;
+        }
+        TxcArrayObject *a = PyObject_New(TxcArrayObject, &TxcArray_Type);
+        if (!a) {
+            txc_tensor_release(r);
+            txc_env_scope_end(self->env, mark);
+            Py_CLEAR(result);
+            goto done;
+        }
+        a->t = r;
+        PyList_SET_ITEM(result, i, (PyObject *)a);
+    }
+    txc_env_scope_end(self->env, mark);
+done:
+    Py_DECREF(seq);
+    PyMem_Free(in);
+    PyMem_Free(out);
+    PyMem_Free((void *)nm);
+    return result;
+}
+
+static PyObject *jit_stats(JitObject *self, PyObject *noargs)
+{
+    txc_jit_stats s = txc_jit_get_stats(self->jit);
+    return Py_BuildValue("{s:K,s:K,s:K,s:d,s:d,s:i,s:K,s:L,s:i,s:i,s:i,s:s,s:s}", "calls", s.calls, "hits",
+                         s.hits, "misses", s.misses, "compile_ms", s.compile_ms, "last_compile_ms",
+                         s.last_compile_ms, "n_plans", s.n_plans, "evictions", s.evictions, "arena_bytes",
+                         (long long)s.arena_bytes, "nodes_traced", s.nodes_traced, "nodes_compiled",
+                         s.nodes_compiled, "linear_groups", s.linear_groups, "last_compile_source",
+                         s.last_compile_source ? s.last_compile_source : "", "last_recompile_reason",
+                         txc_jit_last_recompile_reason(self->jit));
+}
+
+static PyObject *jit_set_cache(JitObject *self, PyObject *args)
+{
+    const char *dir = NULL;
+    if (!PyArg_ParseTuple(args, "z", &dir))
+        return NULL;
+    txc_clear_error();
+    if (txc_jit_set_compile_cache(self->jit, dir) != TXC_OK)
+        return txcpy_raise("txc_jit_set_compile_cache failed");
+    Py_RETURN_NONE;
+}
+
+static PyObject *jit_cache_message(JitObject *self, PyObject *noargs)
+{
+    return PyUnicode_FromString(txc_jit_compile_cache_message(self->jit));
+}
+
+static PyMethodDef jit_methods[] = {
+    {"call", (PyCFunction)jit_call, METH_VARARGS, "call(arrays, names, key, clone_outputs=True)"},
+    {"stats", (PyCFunction)jit_stats, METH_NOARGS, "txc_jit_get_stats + the last recompile reason"},
+    {"set_compile_cache", (PyCFunction)jit_set_cache, METH_VARARGS, "folder or None"},
+    {"compile_cache_message", (PyCFunction)jit_cache_message, METH_NOARGS, NULL},
+    {NULL},
+};
+
+static PyTypeObject Jit_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "txc._C.Jit",
+    .tp_basicsize = sizeof(JitObject),
+    .tp_dealloc = (destructor)jit_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Jit(env, trace, name): a txc_jit over a Python trace function",
+    .tp_methods = jit_methods,
+    .tp_init = (initproc)jit_init,
+    .tp_new = PyType_GenericNew,
+};
+
+int txcpy_jit_init(PyObject *module)
+{
+    if (PyType_Ready(&Jit_Type) < 0)
+        return -1;
+    Py_INCREF(&Jit_Type);
+    return PyModule_AddObject(module, "Jit", (PyObject *)&Jit_Type);
+}
