@@ -56,14 +56,15 @@ def run(cmd: list[str]) -> str:
 
 
 def txc_text(a, prompt: str, extra: list[str]) -> str:
+    # (txc prints one newline after the text, llama-completion two: trailing newlines are dropped)
     return run([a.txc, "generate", "--model", a.model, "--prompt", prompt, "--max-new-tokens", str(a.new_tokens),
-                "--greedy", "--no-compile-cache", "--threads", str(a.threads), *extra])
+                "--greedy", "--no-compile-cache", "--threads", str(a.threads), *extra]).rstrip("\n")
 
 
 def llama_text(a, prompt: str, extra: list[str]) -> str:
     return run([os.path.join(a.llama_bin, "llama-completion"), "-m", a.model, "-p", prompt, "-n",
                 str(a.new_tokens), "--temp", "0", "-t", str(a.threads), "--no-display-prompt", "-no-cnv",
-                "--no-warmup", "-s", "0", *extra])
+                "--no-warmup", "-s", "0", *extra]).rstrip("\n")
 
 
 def parse_configs(items: list[str] | None, default: str) -> list[tuple[str, list[str]]]:
