@@ -64,7 +64,7 @@ def txc_text(a, prompt: str, extra: list[str]) -> str:
 def llama_text(a, prompt: str, extra: list[str]) -> str:
     return run([os.path.join(a.llama_bin, "llama-completion"), "-m", a.model, "-p", prompt, "-n",
                 str(a.new_tokens), "--temp", "0", "-t", str(a.threads), "--no-display-prompt", "-no-cnv",
-                "--no-warmup", "-s", "0", *extra]).rstrip("\n")
+                "--no-warmup", "-s", "0", *extra]).rstrip("\n").removesuffix(" [end of text]")  # its EOS note
 
 
 def parse_configs(items: list[str] | None, default: str) -> list[tuple[str, list[str]]]:
