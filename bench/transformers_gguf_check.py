@@ -120,7 +120,8 @@ def main() -> int:
         print(f"   hf        {tok.decode(hf_ids[i])!r}")
         row = {"prompt": p, "prompt_ids": {"hf": hf_prompt_ids[i], "gguf": pid_gguf, "folder": pid_folder},
                "ids": {"hf": hf_ids[i]}}
-        for k, ids in runs.items():
+        for k, per_prompt in runs.items():
+            ids = per_prompt[i]
             n = 0
             while n < len(ids) and n < len(hf_ids[i]) and ids[n] == hf_ids[i][n]:
                 n += 1
