@@ -114,6 +114,15 @@ def variants():
     yield "bad_arch", gguf(kvs2, t2)
     kvs3, t3 = model(tok_model="bert")
     yield "bad_tokenizer", gguf(kvs3, t3)
+    # a float the config would have written as null (the default in its place)
+    yield "bad_nan_theta", gguf([(k, t, float("nan") if k == "llama.rope.freq_base" else v) for k, t, v in kvs], t)
+    # an eos id past the tokens (bos and unk were refused already)
+    yield "bad_eos", gguf([(k, ty, len(TOKENS) if k == "tokenizer.ggml.eos_token_id" else v) for k, ty, v in kvs], t)
+    # gemma: no attention.key_length (head_dim is n_embd / n_head, as llama.cpp), then a norm
+    # stored + 1 in a type the - 1 cannot be done in
+    kvs4, t4 = model(arch="gemma")
+    yield "good_gemma", gguf(kvs4, t4)
+    yield "bad_gemma_norm", gguf(kvs4, [(n, 26 if n == "blk.0.attn_norm.weight" else ty, ne, d) for n, ty, ne, d in t4])
 
 
 def corpus():

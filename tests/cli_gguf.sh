@@ -53,6 +53,14 @@ expect_error "generate: tokenizer model it cannot run" "tokenizer.ggml.model 'be
   "$TXC" generate --model "$tmp/g/bad_tokenizer.gguf" --max-new-tokens 1
 expect_error "tokenize: tokenizer model it cannot run" "tokenizer.ggml.model 'bert' is not supported" \
   "$TXC" tokenize --model "$tmp/g/bad_tokenizer.gguf" "x"
+expect_error "generate: a NaN in the metadata" "key 'llama.rope.freq_base' is nan, expected a finite number" \
+  "$TXC" generate --model "$tmp/g/bad_nan_theta.gguf" --max-new-tokens 1
+expect_error "generate: an eos id past the tokens" "tokenizer.ggml.eos_token_id 12 is not a token id (12 tokens)" \
+  "$TXC" generate --model "$tmp/g/bad_eos.gguf" --max-new-tokens 1
+"$TXC" generate --model "$tmp/g/good_gemma.gguf" --prompt "ab" --max-new-tokens 2 --no-compile-cache >"$tmp/o" 2>"$tmp/e" &&
+  ok "generate: gemma without attention.key_length (head_dim n_embd / n_head)" || bad "good_gemma: $(cat "$tmp/e")"
+expect_error "generate: a gemma norm in int32" "tensor 'blk.0.attn_norm.weight' (a gemma norm, stored + 1) has type I32" \
+  "$TXC" generate --model "$tmp/g/bad_gemma_norm.gguf" --max-new-tokens 1
 expect_error "generate: a missing .gguf" "model file $tmp/none.gguf does not exist" \
   "$TXC" generate --model "$tmp/none.gguf" --max-new-tokens 1
 expect_error "inspect: no argument" "inspect needs a FILE.gguf" "$TXC" inspect

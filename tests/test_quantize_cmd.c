@@ -11,6 +11,8 @@
  *     llama-quantize): every 2-D tensor holds txc_quant_quantize's bytes of
  *     the (permuted) float weights, 1-D ones float32; the logits within a
  *     relative L2 error of 3% (q8_0), 25% (4-bit) of the folder's;
+ *   - the q8_0 file loaded with convert_dtype (--dtype f32, bf16): every 2-D weight
+ *     dequantized to that dtype (float32: txc_quant_dequantize's values);
  *   - bad calls exit 2 with one line: unknown --type, a folder without
  *     config.json, an unsupported model_type.
  */
@@ -299,6 +301,56 @@ static void test_types(void **state)
     check_type("q4_k", TXC_Q4_K, 0.25);
 }
 
+/* convert_dtype (--dtype) on a GGUF of block-quantized weights: every 2-D weight is dequantized
+ * once to that dtype (float32: txc_quant_dequantize's values of the file's blocks, q/k rows put
+ * back), not left quantized; the model runs. */
+static void test_convert_dtype(void **state)
+{
+    (void)state;
+    char gg[700];
+    snprintf(gg, sizeof gg, "%s/m.q8_0.gguf", dir); /* written by test_types */
+    txc_gguf *g;
+    if (txc_gguf_open(gg, &g) != TXC_OK)
+        fail_msg("open %s: %s", gg, txc_last_error());
+    txc_dtype want[] = {TXC_F32, TXC_BF16};
+    for (int k = 0; k < 2; k++) {
+        txc_model_options o = {.convert_dtype = true, .dtype = want[k]};
+        txc_model *m;
+        if (txc_model_load(gg, &o, &m) != TXC_OK)
+            fail_msg("load %s: %s", gg, txc_last_error());
+        int n2d = 0;
+        for (int i = 0; i < txc_model_num_parameters(m); i++) {
+            txc_tensor *t = txc_model_parameter(m, i);
+            if (txc_tensor_ndim(t) != 2)
+                continue;
+            n2d++;
+            if (txc_tensor_dtype(t) != want[k])
+                fail_msg("%s is %s, not %s", txc_model_parameter_name(m, i), txc_dtype_name(txc_tensor_dtype(t)),
+                         txc_dtype_name(want[k]));
+        }
+        assert_int_equal(n2d, 2 + 7 * L);
+        if (want[k] == TXC_F32) { /* the values: the blocks dequantized (the embedding, the down projection) */
+            static const char *const names[][2] = {{"model.embed_tokens.weight", "token_embd.weight"},
+                                                   {"model.layers.1.mlp.down_proj.weight", "blk.1.ffn_down.weight"}};
+            for (int j = 0; j < 2; j++) {
+                const txc_gguf_tensor *gt = txc_gguf_find_tensor(g, names[j][1]);
+                assert_non_null(gt);
+                float *d = malloc((size_t)gt->numel * 4);
+                assert_int_equal(txc_quant_dequantize(TXC_Q8_0, gt->data, d, gt->numel), TXC_OK);
+                txc_tensor *p = NULL;
+                for (int i = 0; i < txc_model_num_parameters(m); i++)
+                    if (strcmp(txc_model_parameter_name(m, i), names[j][0]) == 0)
+                        p = txc_model_parameter(m, i);
+                assert_non_null(p);
+                assert_memory_equal(txc_tensor_data_ptr(p), d, (size_t)gt->numel * 4);
+                free(d);
+            }
+        }
+        txc_model_free(m);
+    }
+    txc_gguf_close(g);
+}
+
 static void test_bad_calls(void **state)
 {
     (void)state;
@@ -336,7 +388,8 @@ int main(void)
     if (system(cmd) != 0)
         return 1;
     write_folder(hf);
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_types), cmocka_unit_test(test_bad_calls)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_types), cmocka_unit_test(test_convert_dtype),
+                                       cmocka_unit_test(test_bad_calls)};
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tu_rm_rf(dir);
     return rc;

@@ -21,6 +21,7 @@
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,11 +73,21 @@ static bool get_i(cfg_ctx *c, const char *suffix, int64_t *v)
     return txc_gguf_get_i64(c->g, key, v, &c->bad);
 }
 
+/* A number of the metadata; NaN or an infinity is an error (cJSON would write it as null, which
+ * the config would read as absent: the default in place of the file's value). */
 static bool get_f(cfg_ctx *c, const char *suffix, double *v)
 {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", c->arch, suffix);
-    return txc_gguf_get_f64(c->g, key, v, &c->bad);
+    if (!txc_gguf_get_f64(c->g, key, v, &c->bad))
+        return false;
+    if (!isfinite(*v)) {
+        if (!c->bad)
+            txc_error(TXC_ERR_FORMAT, "%s: key '%s' is %g, expected a finite number", txc_gguf_path(c->g), key, *v);
+        c->bad = true;
+        return false;
+    }
+    return true;
 }
 
 /* `json` = the metadata's `suffix` (an integer), if present. */
@@ -205,7 +216,14 @@ txc_status txc_gguf_model_config(const txc_gguf *g, txc_hf_config *out)
     if (vocab > 0)
         cJSON_AddNumberToObject(r, "vocab_size", (double)vocab);
     put_i(&c, "num_key_value_heads", "attention.head_count_kv");
-    put_i(&c, "head_dim", "attention.key_length");
+    /* head_dim: attention.key_length, else n_embd / n_head as llama.cpp (llama_hparams n_embd_head_k;
+     * not the config class's default, e.g. GemmaConfig's 256) */
+    int64_t key_len = 0, n_embd = 0, nh = 0;
+    if (get_i(&c, "attention.key_length", &key_len))
+        cJSON_AddNumberToObject(r, "head_dim", (double)key_len);
+    else if (!c.bad && get_i(&c, "embedding_length", &n_embd) && get_i(&c, "attention.head_count", &nh) && nh > 0 &&
+             n_embd > 0 && n_embd % nh == 0)
+        cJSON_AddNumberToObject(r, "head_dim", (double)(n_embd / nh));
     put_i(&c, "max_position_embeddings", "context_length");
     put_f(&c, "rope_theta", "rope.freq_base");
     put_f(&c, "sliding_window", "attention.sliding_window");
@@ -269,6 +287,16 @@ txc_status txc_gguf_model_config(const txc_gguf *g, txc_hf_config *out)
     }
     if (!s)
         s = rope_factors(&c, a);
+    /* the special ids must name a token (the tokenizer checks bos and unk the same way) */
+    int64_t n_tok = toks && toks->type == TXC_GGUF_ARRAY ? (int64_t)toks->v.arr.n : vocab;
+    static const char *const special_ids[] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                                              "tokenizer.ggml.padding_token_id"};
+    for (size_t i = 0; !s && !c.bad && n_tok > 0 && i < sizeof special_ids / sizeof *special_ids; i++) {
+        int64_t v;
+        if (txc_gguf_get_i64(g, special_ids[i], &v, &c.bad) && v >= n_tok)
+            s = txc_error(TXC_ERR_FORMAT, "%s: %s %" PRId64 " is not a token id (%" PRId64 " tokens)", path,
+                          special_ids[i], v, n_tok);
+    }
     int64_t id;
     if (txc_gguf_get_i64(g, "tokenizer.ggml.bos_token_id", &id, &c.bad))
         cJSON_AddNumberToObject(r, "bos_token_id", (double)id);
@@ -350,9 +378,14 @@ static bool hf_name(const gguf_arch *a, const char *name, char *hf, size_t cap)
             snprintf(hf, cap, "%s", gm[i].hf);
             return true;
         }
-    unsigned long layer;
+    /* blk.N.: N in decimal, at most 9 digits (a layer index past the model's is not one of its tensors) */
+    if (strncmp(name, "blk.", 4) != 0)
+        return false;
+    unsigned long layer = 0;
     int used = 0;
-    if (strncmp(name, "blk.", 4) != 0 || sscanf(name + 4, "%lu%n", &layer, &used) != 1 || name[4 + used] != '.')
+    while (name[4 + used] >= '0' && name[4 + used] <= '9' && used < 9)
+        layer = layer * 10 + (unsigned long)(name[4 + used++] - '0');
+    if (used == 0 || name[4 + used] != '.')
         return false;
     const char *rest = name + 4 + used + 1;
     const name_map *lm = gpt2 ? GPT2_LAYER_NAMES : LAYER_NAMES;
@@ -446,6 +479,10 @@ static txc_status add_tensor(txc_safetensors *st, const gguf_arch *a, const txc_
         return s;
     }
     if (a->norm_plus_one && ends_with(hf, "norm.weight")) {
+        if (!txc_dtype_is_float(dt)) /* the - 1 is done in float32 (a block type or an integer was left unread) */
+            return txc_error(TXC_ERR_UNSUPPORTED, "%s: tensor '%s' (a %s norm, stored + 1) has type %s (expected F32, "
+                                                  "F16 or BF16)", txc_gguf_path(g), gt->name, a->arch,
+                             txc_ggml_type_name(gt->ggml_type));
         void *dst = NULL;
         txc_status s = rewritten(st, &t, TXC_F32, (size_t)gt->numel * 4, &dst);
         if (!s) {

@@ -222,7 +222,17 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
         }
     }
     txc_array *arr;
-    if (t->aligned) { /* in place, zero copy */
+    /* a block-quantized weight with convert_dtype (--dtype): dequantized once to float32 (ggml's
+     * dequantize_row_*, txc/quant.h; what transformers does with a GGUF's torch_dtype), then
+     * converted as a float weight is */
+    bool dequant = quant && m->convert_dtype;
+    if (dequant) {
+        if ((arr = txc_array_new(txc_env_device(m->env), TXC_F32, t->ndim, t->shape)) &&
+            txc_quant_dequantize(t->dtype, t->data, txc_array_data(arr), numel) != TXC_OK) {
+            txc_array_release(arr);
+            return txc_last_status();
+        }
+    } else if (t->aligned) { /* in place, zero copy */
         arr = txc_array_from_storage(t->storage, t->byte_offset, t->dtype, t->ndim, t->shape);
     } else if ((arr = txc_array_new(txc_env_device(m->env), t->dtype, t->ndim, t->shape))) {
         memcpy(txc_array_data(arr), t->data, t->nbytes); /* unaligned in the file: a copy */
@@ -231,15 +241,17 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
         return txc_last_status();
     txc_tensor *w = txc_tensor_wrap(m->env, arr);
     txc_array_release(arr);
-    txc_dtype want = ndim == 1 ? TXC_F32 : m->convert_dtype && !quant ? m->weights_dtype : t->dtype;
-    if (w && t->dtype != want) { /* converted once */
+    txc_dtype have = dequant ? TXC_F32 : t->dtype;
+    const void *have_data = w && dequant ? txc_tensor_data_ptr(w) : t->data;
+    txc_dtype want = ndim == 1 ? TXC_F32 : m->convert_dtype ? m->weights_dtype : t->dtype;
+    if (w && have != want) { /* converted once */
         txc_tensor *c = txc_to_dtype(w, want);
-        txc_tensor_release(w);
-        w = c;
         /* narrowed: did a finite value overflow to inf? */
         int64_t after = 0, before = 0;
-        if (w && want != TXC_F32 && txc_weights_first_nonfinite(txc_tensor_data_ptr(w), want, numel, &after, NULL) >= 0)
-            txc_weights_first_nonfinite(t->data, t->dtype, numel, &before, NULL);
+        if (c && want != TXC_F32 && txc_weights_first_nonfinite(txc_tensor_data_ptr(c), want, numel, &after, NULL) >= 0)
+            txc_weights_first_nonfinite(have_data, have, numel, &before, NULL);
+        txc_tensor_release(w);
+        w = c;
         if (after > before) {
             if (m->check_tensors) {
                 txc_tensor_release(w);

@@ -6,6 +6,7 @@
 #include "txc/quant.h"
 
 #include <float.h>
+#include <stdbool.h>
 #include <math.h>
 #include <string.h>
 
@@ -34,53 +35,37 @@ static void deq_q8_0(const uint8_t *b, float *y)
         y[j] = (float)q[j] * d;
 }
 
-static void deq_q4_0(const uint8_t *b, float *y)
+/* Q4_0, Q4_1, Q5_0, Q5_1: one shape (dequantize_row_q4_0 ... q5_1): a float16 d (and m with
+ * a min), for the 5-bit types 32 high bits, 16 bytes of nibbles (elements j and j + 16).
+ * Without a min the value is (q - offset) * d, with one q * d + m. */
+static inline void deq_32(const uint8_t *b, float *y, bool has_min, bool five)
 {
-    float d = h2f(b);
-    const uint8_t *q = b + 2;
-    for (int j = 0; j < 16; j++) {
-        y[j] = (float)((q[j] & 0x0f) - 8) * d;
-        y[j + 16] = (float)((q[j] >> 4) - 8) * d;
+    float d = h2f(b), m = has_min ? h2f(b + 2) : 0.0f;
+    size_t at = has_min ? 4 : 2;
+    uint32_t qh = 0;
+    if (five) {
+        memcpy(&qh, b + at, 4);
+        at += 4;
     }
-}
-
-static void deq_q4_1(const uint8_t *b, float *y)
-{
-    float d = h2f(b), m = h2f(b + 2);
-    const uint8_t *q = b + 4;
-    for (int j = 0; j < 16; j++) {
-        y[j] = (float)(q[j] & 0x0f) * d + m;
-        y[j + 16] = (float)(q[j] >> 4) * d + m;
-    }
-}
-
-static void deq_q5_0(const uint8_t *b, float *y)
-{
-    float d = h2f(b);
-    uint32_t qh;
-    memcpy(&qh, b + 2, 4);
-    const uint8_t *q = b + 6;
+    const uint8_t *q = b + at;
+    int offset = five ? 16 : 8;
     for (int j = 0; j < 16; j++) {
         int x0 = (q[j] & 0x0f) | (int)(((qh >> j) << 4) & 0x10);
         int x1 = (q[j] >> 4) | (int)((qh >> (j + 12)) & 0x10);
-        y[j] = (float)(x0 - 16) * d;
-        y[j + 16] = (float)(x1 - 16) * d;
+        if (has_min) {
+            y[j] = (float)x0 * d + m;
+            y[j + 16] = (float)x1 * d + m;
+        } else {
+            y[j] = (float)(x0 - offset) * d;
+            y[j + 16] = (float)(x1 - offset) * d;
+        }
     }
 }
 
-static void deq_q5_1(const uint8_t *b, float *y)
-{
-    float d = h2f(b), m = h2f(b + 2);
-    uint32_t qh;
-    memcpy(&qh, b + 4, 4);
-    const uint8_t *q = b + 8;
-    for (int j = 0; j < 16; j++) {
-        int x0 = (q[j] & 0x0f) | (int)(((qh >> j) << 4) & 0x10);
-        int x1 = (q[j] >> 4) | (int)((qh >> (j + 12)) & 0x10);
-        y[j] = (float)x0 * d + m;
-        y[j + 16] = (float)x1 * d + m;
-    }
-}
+static void deq_q4_0(const uint8_t *b, float *y) { deq_32(b, y, false, false); }
+static void deq_q4_1(const uint8_t *b, float *y) { deq_32(b, y, true, false); }
+static void deq_q5_0(const uint8_t *b, float *y) { deq_32(b, y, false, true); }
+static void deq_q5_1(const uint8_t *b, float *y) { deq_32(b, y, true, true); }
 
 void txc_quant_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
 {

@@ -92,80 +92,61 @@ TXC_INLINE_AVX2 __m256i dot_u(__m256i u, __m256i a)
             y[r * ldy + j] = hsum(_mm256_add_ps(acc[r], acc1[r])) + accm[r];                           \
     }
 
-TXC_INLINE_AVX2 void k_q8_0(const uint8_t *w, size_t rb, int64_t n, int64_t nb, const txc_qact *a, int m, float *y,
-                            int64_t ldy)
-{
-    ROW_BEGIN
-    int64_t b = 0;
-    for (; b + 1 < nb; b += 2) {
-        { const uint8_t *p = row + b * 34; __m256i q = _mm256_loadu_si256((const __m256i *)(p + 2)); float dw = f16(p); BLOCK_S(q, dw, b, acc); }
-        { const uint8_t *p = row + (b + 1) * 34; __m256i q = _mm256_loadu_si256((const __m256i *)(p + 2)); float dw = f16(p); BLOCK_S(q, dw, (b + 1), acc1); }
+/* The 32-element types share one row loop: even and odd blocks to the two
+ * FMA chains, a last odd block to the first. DECODE(p, b, ACC) reads the
+ * block at p (block index b) and adds it to ACC with BLOCK_U / BLOCK_S. */
+#define K_BLOCKS32(T, BYTES, DECODE)                                                                   \
+    TXC_INLINE_AVX2 void k_##T(const uint8_t *w, size_t rb, int64_t n, int64_t nb, const txc_qact *a, int m, \
+                               float *y, int64_t ldy)                                                  \
+    {                                                                                                  \
+        ROW_BEGIN                                                                                      \
+        int64_t b = 0;                                                                                 \
+        for (; b + 1 < nb; b += 2) {                                                                   \
+            { DECODE(row + b * (BYTES), b, acc) }                                                      \
+            { DECODE(row + (b + 1) * (BYTES), (b + 1), acc1) }                                         \
+        }                                                                                              \
+        if (b < nb) {                                                                                  \
+            DECODE(row + b * (BYTES), b, acc)                                                          \
+        }                                                                                              \
+        ROW_END                                                                                        \
     }
-    if (b < nb) {
-        const uint8_t *p = row + b * 34; __m256i q = _mm256_loadu_si256((const __m256i *)(p + 2)); float dw = f16(p); BLOCK_S(q, dw, b, acc);
-    }
-    ROW_END
-}
 
-TXC_INLINE_AVX2 void k_q4_0(const uint8_t *w, size_t rb, int64_t n, int64_t nb, const txc_qact *a, int m, float *y,
-                            int64_t ldy)
-{
-    ROW_BEGIN
-    int64_t b = 0;
-    for (; b + 1 < nb; b += 2) {
-        { const uint8_t *p = row + b * 18; float dw = f16(p); __m256i u = nibbles16(p + 2); BLOCK_U(u, dw, -8.0f * dw, b, acc); }
-        { const uint8_t *p = row + (b + 1) * 18; float dw = f16(p); __m256i u = nibbles16(p + 2); BLOCK_U(u, dw, -8.0f * dw, (b + 1), acc1); }
-    }
-    if (b < nb) {
-        const uint8_t *p = row + b * 18; float dw = f16(p); __m256i u = nibbles16(p + 2); BLOCK_U(u, dw, -8.0f * dw, b, acc);
-    }
-    ROW_END
-}
+/* Q8_0: d, 32 signed bytes */
+#define DEC_Q8_0(P, B, ACC)                                                                            \
+    const uint8_t *p = P;                                                                              \
+    __m256i q = _mm256_loadu_si256((const __m256i *)(p + 2));                                          \
+    float dw = f16(p);                                                                                 \
+    BLOCK_S(q, dw, B, ACC);
+/* Q4_0: d, 16 bytes of nibbles; q - 8 as q with the min -8d */
+#define DEC_Q4_0(P, B, ACC)                                                                            \
+    const uint8_t *p = P;                                                                              \
+    float dw = f16(p);                                                                                 \
+    __m256i u = nibbles16(p + 2);                                                                      \
+    BLOCK_U(u, dw, -8.0f * dw, B, ACC);
+/* Q4_1: d, m, 16 bytes of nibbles */
+#define DEC_Q4_1(P, B, ACC)                                                                            \
+    const uint8_t *p = P;                                                                              \
+    float dw = f16(p), mw = f16(p + 2);                                                                \
+    __m256i u = nibbles16(p + 4);                                                                      \
+    BLOCK_U(u, dw, mw, B, ACC);
+/* Q5_0: d, 32 fifth bits, 16 bytes of nibbles; q - 16 as q with the min -16d */
+#define DEC_Q5_0(P, B, ACC)                                                                            \
+    const uint8_t *p = P;                                                                              \
+    float dw = f16(p);                                                                                 \
+    __m256i u = _mm256_or_si256(nibbles16(p + 6), _mm256_and_si256(bits32(p + 2), _mm256_set1_epi8(16))); \
+    BLOCK_U(u, dw, -16.0f * dw, B, ACC);
+/* Q5_1: d, m, 32 fifth bits, 16 bytes of nibbles */
+#define DEC_Q5_1(P, B, ACC)                                                                            \
+    const uint8_t *p = P;                                                                              \
+    float dw = f16(p), mw = f16(p + 2);                                                                \
+    __m256i u = _mm256_or_si256(nibbles16(p + 8), _mm256_and_si256(bits32(p + 4), _mm256_set1_epi8(16))); \
+    BLOCK_U(u, dw, mw, B, ACC);
 
-TXC_INLINE_AVX2 void k_q4_1(const uint8_t *w, size_t rb, int64_t n, int64_t nb, const txc_qact *a, int m, float *y,
-                            int64_t ldy)
-{
-    ROW_BEGIN
-    int64_t b = 0;
-    for (; b + 1 < nb; b += 2) {
-        { const uint8_t *p = row + b * 20; float dw = f16(p), mw = f16(p + 2); __m256i u = nibbles16(p + 4); BLOCK_U(u, dw, mw, b, acc); }
-        { const uint8_t *p = row + (b + 1) * 20; float dw = f16(p), mw = f16(p + 2); __m256i u = nibbles16(p + 4); BLOCK_U(u, dw, mw, (b + 1), acc1); }
-    }
-    if (b < nb) {
-        const uint8_t *p = row + b * 20; float dw = f16(p), mw = f16(p + 2); __m256i u = nibbles16(p + 4); BLOCK_U(u, dw, mw, b, acc);
-    }
-    ROW_END
-}
-
-TXC_INLINE_AVX2 void k_q5_0(const uint8_t *w, size_t rb, int64_t n, int64_t nb, const txc_qact *a, int m, float *y,
-                            int64_t ldy)
-{
-    ROW_BEGIN
-    int64_t b = 0;
-    for (; b + 1 < nb; b += 2) {
-        { const uint8_t *p = row + b * 22; float dw = f16(p); __m256i u = _mm256_or_si256(nibbles16(p + 6), _mm256_and_si256(bits32(p + 2), _mm256_set1_epi8(16))); BLOCK_U(u, dw, -16.0f * dw, b, acc); }
-        { const uint8_t *p = row + (b + 1) * 22; float dw = f16(p); __m256i u = _mm256_or_si256(nibbles16(p + 6), _mm256_and_si256(bits32(p + 2), _mm256_set1_epi8(16))); BLOCK_U(u, dw, -16.0f * dw, (b + 1), acc1); }
-    }
-    if (b < nb) {
-        const uint8_t *p = row + b * 22; float dw = f16(p); __m256i u = _mm256_or_si256(nibbles16(p + 6), _mm256_and_si256(bits32(p + 2), _mm256_set1_epi8(16))); BLOCK_U(u, dw, -16.0f * dw, b, acc);
-    }
-    ROW_END
-}
-
-TXC_INLINE_AVX2 void k_q5_1(const uint8_t *w, size_t rb, int64_t n, int64_t nb, const txc_qact *a, int m, float *y,
-                            int64_t ldy)
-{
-    ROW_BEGIN
-    int64_t b = 0;
-    for (; b + 1 < nb; b += 2) {
-        { const uint8_t *p = row + b * 24; float dw = f16(p), mw = f16(p + 2); __m256i u = _mm256_or_si256(nibbles16(p + 8), _mm256_and_si256(bits32(p + 4), _mm256_set1_epi8(16))); BLOCK_U(u, dw, mw, b, acc); }
-        { const uint8_t *p = row + (b + 1) * 24; float dw = f16(p), mw = f16(p + 2); __m256i u = _mm256_or_si256(nibbles16(p + 8), _mm256_and_si256(bits32(p + 4), _mm256_set1_epi8(16))); BLOCK_U(u, dw, mw, (b + 1), acc1); }
-    }
-    if (b < nb) {
-        const uint8_t *p = row + b * 24; float dw = f16(p), mw = f16(p + 2); __m256i u = _mm256_or_si256(nibbles16(p + 8), _mm256_and_si256(bits32(p + 4), _mm256_set1_epi8(16))); BLOCK_U(u, dw, mw, b, acc);
-    }
-    ROW_END
-}
+K_BLOCKS32(q8_0, 34, DEC_Q8_0)
+K_BLOCKS32(q4_0, 18, DEC_Q4_0)
+K_BLOCKS32(q4_1, 20, DEC_Q4_1)
+K_BLOCKS32(q5_0, 22, DEC_Q5_0)
+K_BLOCKS32(q5_1, 24, DEC_Q5_1)
 
 /* Q4_K / Q5_K: super-blocks of 8 sub-blocks of 32 (two per 32 bytes of
  * nibbles), 6-bit scales and mins */
