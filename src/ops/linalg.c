@@ -778,6 +778,11 @@ static void gemm(bool nn, int64_t M, int64_t N, int64_t K, const float *A, int64
         txc_kern_gemv_rows(M, N, K, A, lda, B, bdt, ldb, C, ldc);
         return;
     }
+    /* Prefill without AVX-512 and AMX: the packed 6 x 16 kernel, threads
+     * inside (gemm_avx2.c). */
+    if (!nn && M > TXC_KERN_ROWS_INVARIANT_MAX && txc_kern_simd_level() == 1 &&
+        txc_kern_gemm_nt_avx2_packed(M, N, K, A, lda, B, bdt, ldb, C, ldc))
+        return;
     const int64_t align = nn ? 64 : 16;
     int threads = txc_threads_get();
     if (!nn && M == 1 && threads > 1 && (double)N * (double)K >= PAR_MIN_MACS && N >= 2 * align) {
