@@ -26,6 +26,7 @@
  * 192 KiB at most) stays in L2 while a thread's columns stream past it.
  * Threads take chunks of columns (multiples of 16) on demand.
  */
+#include "ops/avx2_dot.h"
 #include "ops/cpu_cache.h"
 #include "ops/kernels.h"
 #include "txc/threads.h"
@@ -114,29 +115,6 @@ TXC_INLINE_AVX2 void micro_edge(int mr, int nr, int64_t kc, const float *a, cons
         memcpy(c + i * ldc, t + i * NR, (size_t)nr * sizeof(float));
 }
 
-/* 8 elements of B's dtype at p as float32 (exact). */
-TXC_INLINE_AVX2 __m256 load8(const int DT, const char *p)
-{
-    if (DT == TXC_F32)
-        return _mm256_loadu_ps((const float *)p);
-    __m128i h = _mm_loadu_si128((const __m128i *)p);
-    if (DT == TXC_BF16)
-        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-    return _mm256_cvtph_ps(h);
-}
-
-TXC_INLINE_AVX2 float load1(const int DT, const char *p)
-{
-    if (DT == TXC_F32) {
-        float f;
-        memcpy(&f, p, sizeof f);
-        return f;
-    }
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return DT == TXC_BF16 ? txc_bf16_to_f32(h) : _cvtsh_ss(h);
-}
-
 /* Transpose the 8 x 8 block r[0..7] in place. */
 TXC_INLINE_AVX2 void transpose8(__m256 r[8])
 {
@@ -178,14 +156,14 @@ TXC_INLINE_AVX2 void pack_b(const int DT, const char *B, int64_t ldb, int64_t j0
         for (; k + 8 <= kc; k += 8) {
             __m256 v[8];
             for (int r = 0; r < 8; r++)
-                v[r] = row[r] ? load8(DT, row[r] + (size_t)k * es) : _mm256_setzero_ps();
+                v[r] = row[r] ? ld8(row[r] + (size_t)k * es, DT) : _mm256_setzero_ps();
             transpose8(v);
             for (int q = 0; q < 8; q++)
                 _mm256_store_ps(p + (k + q) * NR, v[q]);
         }
         for (; k < kc; k++)
             for (int r = 0; r < 8; r++)
-                p[k * NR + r] = row[r] ? load1(DT, row[r] + (size_t)k * es) : 0.0f;
+                p[k * NR + r] = row[r] ? ld1(row[r] + (size_t)k * es, DT) : 0.0f;
     }
 }
 
