@@ -10,7 +10,8 @@
  * horizontal sum of the 4-column tiles (hsum8x4: ((a0+a1)+(a2+a3)) +
  * ((a4+a5)+(a6+a7))) for the columns below N - N % 4 and of the 1-column
  * tiles (hsum8: ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7))) for the last N % 4,
- * plus the tail. Here the same per-element arithmetic runs in 4 x 2 tiles
+ * plus the tail. Here the same per-element arithmetic (ops/avx2_dot.h's
+ * avx2_dot_tile, which the one-row kernel runs too) runs in 4 x 2 tiles
  * (4 rows of A, 2 rows of B: 8 accumulators, 2 B vectors, 1 A vector fit
  * the 16 registers), each pair of B rows converted once per 4 rows of A and
  * re-read from L1 by the next 4; with 8..15 rows in 8 x 1 tiles (one B
@@ -25,43 +26,14 @@
  *
  * Threads: columns in chunks of 16 (dynamic); a column's arithmetic does
  * not depend on its chunk. */
+#include "ops/avx2_dot.h"
 #include "ops/kernels.h"
 #include "txc/threads.h"
 
 #include <string.h>
 
 #if TXC_HAVE_X86
-/* (as linalg.c's ld8 / ld1 / hsum8 / hsum8x4) */
-TXC_INLINE_AVX2 __m256 rows_ld8(const char *p, const int dt)
-{
-    if (dt == TXC_F32)
-        return _mm256_loadu_ps((const float *)p);
-    if (dt == TXC_BF16)
-        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
-}
-
-TXC_INLINE_AVX2 float rows_ld1(const char *p, const int dt)
-{
-    uint16_t h;
-    if (dt == TXC_F32) {
-        float f;
-        memcpy(&f, p, 4);
-        return f;
-    }
-    memcpy(&h, p, 2);
-    return dt == TXC_BF16 ? txc_bf16_to_f32(h) : _cvtsh_ss(h);
-}
-
-TXC_INLINE_AVX2 float rows_hsum8(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-/* Lane 0 of linalg.c's hsum8x4(v, ., ., .): ((v0+v1)+(v2+v3)) + ((v4+v5)+(v6+v7)). */
+/* Lane 0 of hsum8x4(v, ., ., .) (ops/avx2_dot.h): ((v0+v1)+(v2+v3)) + ((v4+v5)+(v6+v7)). */
 TXC_INLINE_AVX2 float rows_hsum8x4(__m256 v)
 {
     __m256 ab = _mm256_hadd_ps(v, v);
@@ -82,37 +54,15 @@ TXC_INLINE_AVX2 void rows_tile(const int PF, const int MR, const int NR, const i
 {
     const size_t es = DT == TXC_F32 ? 4 : 2;
     const char *b[2];
-    __m256 acc[8][2];
+    __m256 acc[16];
+    float tail[16];
     for (int j = 0; j < NR; j++)
         b[j] = B + (size_t)(j * ldb) * es;
+    avx2_dot_tile(MR, NR, DT, PF, ROWS_PREFETCH, K, A, lda, b, acc, tail);
     for (int i = 0; i < MR; i++)
         for (int j = 0; j < NR; j++)
-            acc[i][j] = _mm256_setzero_ps();
-    int64_t k = 0;
-    for (; k + 8 <= K; k += 8) {
-        __m256 bv[2];
-        for (int j = 0; j < NR; j++) {
-            if (PF)
-                _mm_prefetch(b[j] + (size_t)k * es + ROWS_PREFETCH, _MM_HINT_T0);
-            bv[j] = rows_ld8(b[j] + (size_t)k * es, DT);
-        }
-        for (int i = 0; i < MR; i++) {
-            __m256 a = _mm256_loadu_ps(A + i * lda + k);
-            for (int j = 0; j < NR; j++)
-                acc[i][j] = _mm256_fmadd_ps(a, bv[j], acc[i][j]);
-        }
-    }
-    float tail[8][2];
-    for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NR; j++)
-            tail[i][j] = 0.0f;
-    for (; k < K; k++)
-        for (int i = 0; i < MR; i++)
-            for (int j = 0; j < NR; j++)
-                tail[i][j] += A[i * lda + k] * rows_ld1(b[j] + (size_t)k * es, DT);
-    for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NR; j++)
-            C[i * ldc + j] = (j0 + j < n4 ? rows_hsum8x4(acc[i][j]) : rows_hsum8(acc[i][j])) + tail[i][j];
+            C[i * ldc + j] =
+                (j0 + j < n4 ? rows_hsum8x4(acc[i * NR + j]) : hsum8(acc[i * NR + j])) + tail[i * NR + j];
 }
 
 #define ROWS_TILE_M(NR, DT)                                                                                   \

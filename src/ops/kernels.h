@@ -7,6 +7,7 @@
  *                  vector math: exp with a shift and a sum, sigmoid, silu,
  *                  max; txc_kern_round_through
  *   linalg.c       the f32 GEMM kernels, the SIMD level, txc_kern_shape_str
+ *   gemm_avx2.c    the packed 6 x 16 AVX2 GEMM of prefill (no AVX-512/AMX)
  *
  * The kernels use the per-thread scratch of ops/registry.h (txc_scratch)
  * for work buffers, never malloc, so a compiled plan run again on the same
@@ -75,7 +76,30 @@ void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
 void txc_kern_gemv_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B, txc_dtype bdt,
                         int64_t ldb, float *C, int64_t ldc);
 
-
+/* gemm_avx2.c: C = A·Bᵀ as txc_kern_gemm_nt (A float32, rows of stride
+ * lda; B float32, bfloat16 or float16 rows of stride ldb; C float32, rows
+ * of stride ldc), on AVX2+FMA in 6 x 16 register tiles over packed operands
+ * (A in 6-row panels, B converted to float32 once per 16 columns and K
+ * block), threads over chunks of columns: txc_kern_gemm_nt's kernel for
+ * M > TXC_KERN_ROWS_INVARIANT_MAX at SIMD level 1 (no AVX-512, no AMX:
+ * prefill on AMD Zen 1-3, Intel before Skylake-SP).
+ * Order: every C[i,j] is the fused multiply-add chain c = fma(A[i,k],
+ * B[j,k], c) for k = 0..K-1 from c = 0 (B widened exactly to float32),
+ * whatever M, N, the strides, the blocking and the thread count: a row
+ * depends only on its row of A and is bit-identical to the scalar loop with
+ * C's fmaf (tests/test_gemm_avx2.c). (It is not the one-row GEMV's 8-lane
+ * order: below the bound the GEMV rows run instead.)
+ * Error bound (recursive summation of exact products, Higham, "Accuracy and
+ * Stability of Numerical Algorithms", 2nd ed., eq. 4.4):
+ * |C - exact| <= γ(K-1) sum_k |A_ik B_jk|, γ(n) = n u / (1 - n u),
+ * u = 2^-24, against the exact product of A and the weights as stored (no
+ * rounding of A, unlike AMX's bfloat16 A); tested with a double reference.
+ * Uses the calling thread's scratch slot GEMM_PACK (A's panels: the M block
+ * of <= 192 rows x K floats). Returns false, touching nothing, where it
+ * cannot run (no AVX2, M, N or K <= 0, a dtype other than those three, no
+ * scratch memory): the caller falls back. */
+bool txc_kern_gemm_nt_avx2_packed(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                                  txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
 
 /* One matrix of a grouped GEMV: C[j] = sum_k A[k] * B[j,k] for j < N (B
  * rows of stride ldb, float32/bfloat16/float16; C float32). */

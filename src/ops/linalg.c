@@ -12,6 +12,7 @@
  * split their output columns over the thread pool (txc/threads.h) with
  * results identical to one thread.
  */
+#include "ops/avx2_dot.h"
 #include "ops/kernels.h"
 #include "ops/quant_impl.h"
 #include "txc/threads.h"
@@ -159,43 +160,7 @@ static void gemm_nn_generic(int64_t M, int64_t N, int64_t K, const float *A, int
 /* ---- AVX2 kernels ---------------------------------------------------------------- */
 
 #if TXC_HAVE_X86
-TXC_INLINE_AVX2 __m256 ld8(const char *p, const int dt)
-{
-    if (dt == TXC_F32)
-        return _mm256_loadu_ps((const float *)p);
-    if (dt == TXC_BF16)
-        return _mm256_castsi256_ps(
-            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
-}
-
-TXC_INLINE_AVX2 float ld1(const char *p, const int dt)
-{
-    uint16_t h;
-    if (dt == TXC_F32) {
-        float f;
-        memcpy(&f, p, 4);
-        return f;
-    }
-    memcpy(&h, p, 2);
-    return dt == TXC_BF16 ? txc_bf16_to_f32(h) : _cvtsh_ss(h);
-}
-
-TXC_INLINE_AVX2 float hsum8(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-/* The 4 horizontal sums of a, b, c, d. */
-TXC_INLINE_AVX2 __m128 hsum8x4(__m256 a, __m256 b, __m256 c, __m256 d)
-{
-    __m256 ab = _mm256_hadd_ps(a, b), cd = _mm256_hadd_ps(c, d);
-    __m256 abcd = _mm256_hadd_ps(ab, cd);
-    return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
-}
+/* ld8, ld1, hsum8, hsum8x4 and the dot tile: ops/avx2_dot.h (shared with gemv_batch.c). */
 
 /* One MR x NR tile of C = A·Bᵀ (MR, NR <= 4; constants after inlining). */
 TXC_INLINE_AVX2 void nt_tile(const int MR, const int NR, const int DT, int64_t K, const float *A, int64_t lda,
@@ -203,38 +168,19 @@ TXC_INLINE_AVX2 void nt_tile(const int MR, const int NR, const int DT, int64_t K
 {
     const size_t es = DT == TXC_F32 ? 4 : 2;
     const char *b[4];
-    __m256 acc[4][4];
+    __m256 acc[16];
+    float tail[16];
     for (int j = 0; j < NR; j++)
         b[j] = B + (size_t)(j * ldb) * es;
-    for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NR; j++)
-            acc[i][j] = _mm256_setzero_ps();
-    int64_t k = 0;
-    for (; k + 8 <= K; k += 8) {
-        __m256 bv[4];
-        for (int j = 0; j < NR; j++)
-            bv[j] = ld8(b[j] + (size_t)k * es, DT);
-        for (int i = 0; i < MR; i++) {
-            __m256 a = _mm256_loadu_ps(A + i * lda + k);
-            for (int j = 0; j < NR; j++)
-                acc[i][j] = _mm256_fmadd_ps(a, bv[j], acc[i][j]);
-        }
-    }
-    float tail[4][4];
-    for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NR; j++)
-            tail[i][j] = 0.0f;
-    for (; k < K; k++)
-        for (int i = 0; i < MR; i++)
-            for (int j = 0; j < NR; j++)
-                tail[i][j] += A[i * lda + k] * ld1(b[j] + (size_t)k * es, DT);
+    avx2_dot_tile(MR, NR, DT, 0, 0, K, A, lda, b, acc, tail);
     for (int i = 0; i < MR; i++) {
         if (NR == 4) {
-            __m128 s = _mm_add_ps(hsum8x4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]), _mm_loadu_ps(tail[i]));
+            __m128 s = _mm_add_ps(hsum8x4(acc[i * 4 + 0], acc[i * 4 + 1], acc[i * 4 + 2], acc[i * 4 + 3]),
+                                  _mm_loadu_ps(tail + i * 4));
             _mm_storeu_ps(C + i * ldc, s);
         } else {
             for (int j = 0; j < NR; j++)
-                C[i * ldc + j] = hsum8(acc[i][j]) + tail[i][j];
+                C[i * ldc + j] = hsum8(acc[i * NR + j]) + tail[i * NR + j];
         }
     }
 }
@@ -778,6 +724,11 @@ static void gemm(bool nn, int64_t M, int64_t N, int64_t K, const float *A, int64
         txc_kern_gemv_rows(M, N, K, A, lda, B, bdt, ldb, C, ldc);
         return;
     }
+    /* Prefill without AVX-512 and AMX: the packed 6 x 16 kernel, threads
+     * inside (gemm_avx2.c). */
+    if (!nn && M > TXC_KERN_ROWS_INVARIANT_MAX && txc_kern_simd_level() == 1 &&
+        txc_kern_gemm_nt_avx2_packed(M, N, K, A, lda, B, bdt, ldb, C, ldc))
+        return;
     const int64_t align = nn ? 64 : 16;
     int threads = txc_threads_get();
     if (!nn && M == 1 && threads > 1 && (double)N * (double)K >= PAR_MIN_MACS && N >= 2 * align) {

@@ -13,7 +13,7 @@ typedef struct txc_peak {
 } txc_peak;
 
 /* The multiply-add peak of the instructions the prefill GEMMs of weights of
- * this kind use (src/ops/linalg.c, amx.c), on txc_threads_get()
+ * this kind use (src/ops/linalg.c, gemm_avx2.c, amx.c), on txc_threads_get()
  * threads at once: each thread does one warm-up run and 9 timed runs of
  * ~5 ms each, a run's rate is its flops over the thread's own CPU time
  * (CLOCK_THREAD_CPUTIME_ID: time the thread was preempted does not count),

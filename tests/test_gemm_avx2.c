@@ -1,0 +1,281 @@
+/* The packed AVX2 prefill GEMM (src/ops/gemm_avx2.c, contract in
+ * src/ops/kernels.h):
+ * - every C[i,j] bit-identical to the scalar fused multiply-add chain
+ *   c = fmaf(A[i,k], B[j,k], c), k = 0..K-1 from 0, for float32, bfloat16
+ *   and float16 B, over M across the 6-row tiles and the 192-row blocks, N
+ *   across the 16-column tiles, K across the 4-step unroll and the 256-k
+ *   blocks, and row strides (lda, ldb, ldc) wider than the rows; C's
+ *   entries outside the M x N block untouched;
+ * - a row alone (M = 1) has the bits it has inside any M;
+ * - txc_kern_gemm_nt at SIMD level 1 with M above the row-invariance bound
+ *   runs it: the same bits on 1, 2 and 3 threads;
+ * - within the documented bound of a double reference:
+ *   |C - exact| <= γ(K-1) sum_k |A_ik B_jk|, γ(n) = n 2^-24 / (1 - n 2^-24);
+ * - not run (false) at SIMD level 0, for other dtypes, or for empty shapes.
+ * Skipped (with a message) where the CPU has no AVX2+FMA+F16C.
+ */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/kernels.h"
+#include "txc/threads.h"
+
+static uint32_t rng = 88172645u;
+static float rnd(void)
+{
+    rng ^= rng << 13, rng ^= rng >> 17, rng ^= rng << 5;
+    return (float)(rng >> 8) / (float)(1 << 24) - 0.5f;
+}
+
+typedef struct problem {
+    int64_t M, N, K, lda, ldb, ldc;
+    float *A, *Bf, *C, *R;
+    uint16_t *Bh;
+} problem;
+
+/* A (M x K), B (N x K) with row strides K + pa, K + pb; C rows of N + pc. */
+static void make(problem *p, int64_t M, int64_t N, int64_t K, int64_t pa, int64_t pb, int64_t pc)
+{
+    p->M = M, p->N = N, p->K = K, p->lda = K + pa, p->ldb = K + pb, p->ldc = N + pc;
+    p->A = malloc(sizeof(float) * (size_t)(M * p->lda));
+    p->Bf = malloc(sizeof(float) * (size_t)(N * p->ldb));
+    p->Bh = malloc(2 * (size_t)(N * p->ldb));
+    p->C = malloc(sizeof(float) * (size_t)(M * p->ldc));
+    p->R = malloc(sizeof(float) * (size_t)(M * p->ldc));
+    assert_non_null(p->A), assert_non_null(p->Bf), assert_non_null(p->Bh), assert_non_null(p->C);
+    assert_non_null(p->R);
+    for (int64_t i = 0; i < M * p->lda; i++)
+        p->A[i] = rnd();
+    for (int64_t i = 0; i < N * p->ldb; i++)
+        p->Bf[i] = rnd() * 2.0f;
+}
+
+static void drop(problem *p) { free(p->A), free(p->Bf), free(p->Bh), free(p->C), free(p->R); }
+
+static const void *bdata(problem *p, txc_dtype dt)
+{
+    if (dt == TXC_F32)
+        return p->Bf;
+    txc_kern_from_f32(dt, p->Bf, p->Bh, p->N * p->ldb);
+    return p->Bh;
+}
+
+/* B element (j, k) as float32 (exact). */
+static float bval(const problem *p, txc_dtype dt, int64_t j, int64_t k)
+{
+    size_t o = (size_t)(j * p->ldb + k);
+    if (dt == TXC_F32)
+        return p->Bf[o];
+    return dt == TXC_BF16 ? txc_bf16_to_f32(p->Bh[o]) : txc_f16_to_f32(p->Bh[o]);
+}
+
+/* The contract's order: R[i,j] = fmaf chain over k; the padding of R's rows
+ * set to the sentinel the kernel's C starts with. */
+static void reference(problem *p, txc_dtype dt)
+{
+    for (int64_t i = 0; i < p->M; i++)
+        for (int64_t j = 0; j < p->ldc; j++) {
+            float c = 0.0f;
+            if (j < p->N)
+                for (int64_t k = 0; k < p->K; k++)
+                    c = fmaf(p->A[i * p->lda + k], bval(p, dt, j, k), c);
+            else
+                memset(&c, 0x7f, sizeof c);
+            p->R[i * p->ldc + j] = c;
+        }
+}
+
+static bool simd_ok(void)
+{
+    if (txc_kern_simd_level() < 1) {
+        print_message("  no AVX2+FMA+F16C on this CPU: skipped\n");
+        return false;
+    }
+    return true;
+}
+
+static const txc_dtype dts[] = {TXC_F32, TXC_BF16, TXC_F16};
+
+static void expect_equal(const problem *p, txc_dtype dt, const char *what)
+{
+    for (int64_t i = 0; i < p->M; i++)
+        for (int64_t j = 0; j < p->ldc; j++) {
+            float c = p->C[i * p->ldc + j], r = p->R[i * p->ldc + j];
+            if (memcmp(&c, &r, sizeof c) != 0)
+                fail_msg("%s %s M %lld N %lld K %lld lda %lld ldb %lld ldc %lld: C[%lld,%lld] = %.9g, expected %.9g",
+                         what, txc_dtype_name(dt), (long long)p->M, (long long)p->N, (long long)p->K,
+                         (long long)p->lda, (long long)p->ldb, (long long)p->ldc, (long long)i, (long long)j, c, r);
+        }
+}
+
+/* The kernel called directly against the fmaf chain, bit for bit. */
+static void check_bits(int64_t M, int64_t N, int64_t K, int64_t pa, int64_t pb, int64_t pc)
+{
+    problem p;
+    make(&p, M, N, K, pa, pb, pc);
+    for (size_t d = 0; d < 3; d++) {
+        const void *B = bdata(&p, dts[d]);
+        reference(&p, dts[d]);
+        memset(p.C, 0x7f, sizeof(float) * (size_t)(M * p.ldc));
+        assert_true(txc_kern_gemm_nt_avx2_packed(M, N, K, p.A, p.lda, B, dts[d], p.ldb, p.C, p.ldc));
+        expect_equal(&p, dts[d], "packed");
+    }
+    drop(&p);
+}
+
+static void test_bits_fma_chain(void **state)
+{
+    (void)state;
+    if (!simd_ok())
+        return;
+    assert_int_equal(txc_threads_set(1), TXC_OK);
+    txc_kern_set_simd_level(1);
+    /* Edges of every loop: M around the 6-row tile, N around the 16-column
+     * tile and the 8-column halves of the B panel, K around the 4-step
+     * unroll, the 8-k transposes and the 256-k blocks. */
+    const int64_t Ms[] = {1, 2, 5, 6, 7, 12, 13, 33};
+    const int64_t Ns[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 33};
+    const int64_t Ks[] = {1, 3, 4, 7, 8, 9, 17, 255, 256, 257, 600};
+    for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
+        for (size_t ni = 0; ni < sizeof Ns / sizeof *Ns; ni++)
+            for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++) {
+                size_t v = mi + ni + ki;
+                check_bits(Ms[mi], Ns[ni], Ks[ki], (int64_t)(v % 3), (int64_t)(v % 5 == 0 ? 9 : 0),
+                           (int64_t)(v % 2 ? 3 : 0));
+            }
+    /* Several M blocks (192 rows), several K blocks with a remainder, N of
+     * several chunks. */
+    check_bits(385, 37, 530, 1, 2, 5);
+    check_bits(200, 130, 1100, 0, 0, 0);
+    txc_kern_set_simd_level(-1);
+    txc_threads_set(0);
+}
+
+/* Every row of a product alone (M = 1) has the bits it has inside M rows. */
+static void test_row_alone(void **state)
+{
+    (void)state;
+    if (!simd_ok())
+        return;
+    assert_int_equal(txc_threads_set(1), TXC_OK);
+    txc_kern_set_simd_level(1);
+    /* (6, 1, 8) with lda = K + 3: where the previous packed kernel gave
+     * row 5's sum in row 4 (GCC 12 with -fsanitize=object-size). */
+    const int64_t shapes[][4] = {{6, 1, 8, 3}, {6, 2, 8, 0}, {7, 3, 9, 3}, {13, 17, 16, 1},
+                                 {40, 45, 300, 3}, {200, 45, 300, 3}};
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        problem p;
+        make(&p, shapes[si][0], shapes[si][1], shapes[si][2], shapes[si][3], 1, 2);
+        for (size_t d = 0; d < 3; d++) {
+            const void *B = bdata(&p, dts[d]);
+            memset(p.C, 0, sizeof(float) * (size_t)(p.M * p.ldc));
+            memset(p.R, 0, sizeof(float) * (size_t)(p.M * p.ldc));
+            assert_true(txc_kern_gemm_nt_avx2_packed(p.M, p.N, p.K, p.A, p.lda, B, dts[d], p.ldb, p.C, p.ldc));
+            for (int64_t i = 0; i < p.M; i++)
+                assert_true(txc_kern_gemm_nt_avx2_packed(1, p.N, p.K, p.A + i * p.lda, p.lda, B, dts[d], p.ldb,
+                                                         p.R + i * p.ldc, p.ldc));
+            expect_equal(&p, dts[d], "alone");
+        }
+        drop(&p);
+    }
+    txc_kern_set_simd_level(-1);
+    txc_threads_set(0);
+}
+
+/* The dispatch: txc_kern_gemm_nt at level 1 above the row-invariance bound
+ * gives the chain's bits on 1-3 threads. */
+static void test_dispatch_threads(void **state)
+{
+    (void)state;
+    if (!simd_ok())
+        return;
+    txc_kern_set_simd_level(1);
+    problem p;
+    make(&p, TXC_KERN_ROWS_INVARIANT_MAX + 7, 1001, 333, 0, 0, 0);
+    for (size_t d = 0; d < 3; d++) {
+        const void *B = bdata(&p, dts[d]);
+        reference(&p, dts[d]);
+        for (int th = 1; th <= 3; th++) {
+            assert_int_equal(txc_threads_set(th), TXC_OK);
+            memset(p.C, 0x7f, sizeof(float) * (size_t)(p.M * p.ldc));
+            txc_kern_gemm_nt(p.M, p.N, p.K, p.A, p.lda, B, dts[d], p.ldb, p.C, p.ldc);
+            expect_equal(&p, dts[d], th == 1 ? "1 thread" : th == 2 ? "2 threads" : "3 threads");
+        }
+    }
+    drop(&p);
+    txc_kern_set_simd_level(-1);
+    txc_threads_set(0);
+}
+
+/* Against a double-precision sum: the bound of kernels.h. */
+static void test_error_bound(void **state)
+{
+    (void)state;
+    if (!simd_ok())
+        return;
+    assert_int_equal(txc_threads_set(1), TXC_OK);
+    txc_kern_set_simd_level(1);
+    const int64_t shapes[][3] = {{16, 37, 1000}, {9, 12, 4867}, {40, 5, 96}};
+    double worst = 0;
+    for (size_t s = 0; s < 3; s++) {
+        problem p;
+        make(&p, shapes[s][0], shapes[s][1], shapes[s][2], 0, 0, 0);
+        for (size_t d = 0; d < 3; d++) {
+            const void *B = bdata(&p, dts[d]);
+            assert_true(txc_kern_gemm_nt_avx2_packed(p.M, p.N, p.K, p.A, p.lda, B, dts[d], p.ldb, p.C, p.ldc));
+            const double u = ldexp(1.0, -24), n = (double)(p.K - 1), g = n * u / (1 - n * u);
+            for (int64_t i = 0; i < p.M; i++)
+                for (int64_t j = 0; j < p.N; j++) {
+                    double exact = 0, mag = 0;
+                    for (int64_t k = 0; k < p.K; k++) {
+                        double t = (double)p.A[i * p.lda + k] * (double)bval(&p, dts[d], j, k);
+                        exact += t, mag += fabs(t);
+                    }
+                    double c = p.C[i * p.ldc + j];
+                    if (!(fabs(c - exact) <= g * mag))
+                        fail_msg("%s M %lld N %lld K %lld: C[%lld,%lld] %.9g exact %.9g, bound %.3g",
+                                 txc_dtype_name(dts[d]), (long long)p.M, (long long)p.N, (long long)p.K, (long long)i,
+                                 (long long)j, c, exact, g * mag);
+                    if (mag > 0)
+                        worst = fmax(worst, fabs(c - exact) / (mag * u));
+                }
+        }
+        drop(&p);
+    }
+    print_message("  largest |C - exact| / (2^-24 sum|A B|): %.2f\n", worst);
+    txc_kern_set_simd_level(-1);
+    txc_threads_set(0);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    float a = 1, c = 7;
+    uint16_t b = 0x3f80;
+    txc_kern_set_simd_level(0);
+    assert_false(txc_kern_gemm_nt_avx2_packed(1, 1, 1, &a, 1, &b, TXC_BF16, 1, &c, 1));
+    txc_kern_set_simd_level(-1);
+    if (simd_ok()) {
+        txc_kern_set_simd_level(1);
+        assert_false(txc_kern_gemm_nt_avx2_packed(1, 1, 1, &a, 1, &b, TXC_I32, 1, &c, 1));
+        assert_false(txc_kern_gemm_nt_avx2_packed(0, 1, 1, &a, 1, &b, TXC_BF16, 1, &c, 1));
+        assert_false(txc_kern_gemm_nt_avx2_packed(1, 1, 0, &a, 1, &b, TXC_BF16, 1, &c, 1));
+        assert_true(txc_kern_gemm_nt_avx2_packed(1, 1, 1, &a, 1, &b, TXC_BF16, 1, &c, 1));
+        assert_true(c == 1.0f);
+        txc_kern_set_simd_level(-1);
+    }
+    assert_true(c == 1.0f || c == 7.0f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bits_fma_chain),  cmocka_unit_test(test_row_alone),
+        cmocka_unit_test(test_dispatch_threads), cmocka_unit_test(test_error_bound),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
