@@ -110,5 +110,17 @@ code=$(curl -s -o "$tmp/b" -w '%{http_code}' -X DELETE "$U/v1/models/stories260K
 [ "$code" = 405 ] && ok "DELETE /v1/models/stories260K: 405" || bad "DELETE models/ID: $code"
 serve_stop_ok main
 
+# --- flags the batch does not use are said so, once ----------------------------------------
+serve_start cc --model "$MODEL" --compile-cache "$tmp/cc" || exit 1
+grep -q "^txc serve: note: --compile-cache and --compile-cache-max-mb are not used here" "$tmp/cc.err" \
+  && ok "serve --compile-cache DIR: a note that it is not used" || bad "serve --compile-cache: $(cat "$tmp/cc.err")"
+serve_stop_ok cc
+printf 'Once upon a time\n' >"$tmp/p.txt"
+"$TXC" generate --model "$MODEL" --prompt-file "$tmp/p.txt" --max-new-tokens 3 --compile-cache-max-mb 5 >"$tmp/o" 2>"$tmp/e"
+[ $? -eq 0 ] && [ "$(grep -c 'note: --compile-cache' "$tmp/e")" = 1 ] && [ -s "$tmp/o" ] \
+  && ok "generate --prompt-file --compile-cache-max-mb: runs, one note" || bad "generate --prompt-file note: $(cat "$tmp/e")"
+"$TXC" generate --model "$MODEL" --prompt-file "$tmp/p.txt" --max-new-tokens 3 --no-compile-cache >"$tmp/o" 2>"$tmp/e"
+[ $? -eq 0 ] && [ ! -s "$tmp/e" ] && ok "generate --prompt-file --no-compile-cache: no note" || bad "no-compile-cache: $(cat "$tmp/e")"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
