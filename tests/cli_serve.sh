@@ -24,13 +24,8 @@ trap cleanup EXIT
 . "$(dirname "$0")/lib_cli.sh" # pass/fail, ok, bad
 . "$(dirname "$0")/lib_serve.sh" # serve_start, serve_stop_ok
 
-mkdir "$tmp/inst"
-for f in config.json generation_config.json model.safetensors tokenizer.json tokenizer_config.json; do
-  ln -s "$MODEL/$f" "$tmp/inst/$f"
-done
-cat >"$tmp/inst/chat_template.jinja" <<'EOF'
-{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %}
-EOF
+model_links "$tmp/inst"
+mistral_template "$tmp/inst"
 
 KEY=sk-test-123
 # req METHOD PATH [BODY]: response body in $tmp/body, status in $code

@@ -19,13 +19,8 @@ trap 'serve_kill_all; rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/lib_serve.sh" # serve_start, serve_stop_ok
 
 # stories260K with Mistral-Instruct's template beside its files (as tests/cli_serve.sh)
-mkdir "$tmp/stories260K"
-for f in config.json generation_config.json model.safetensors tokenizer.json tokenizer_config.json; do
-  ln -s "$MODEL/$f" "$tmp/stories260K/$f"
-done
-cat >"$tmp/stories260K/chat_template.jinja" <<'TPL'
-{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% else %}{{ message['content'] + eos_token}}{% endif %}{% endfor %}
-TPL
+model_links "$tmp/stories260K"
+mistral_template "$tmp/stories260K"
 serve_start main --model "$tmp/stories260K" --parallel 2 --max-cache-len 256 --no-compile-cache || exit 1
 U=http://127.0.0.1:$PORT
 # py FILE EXPR: EXPR over the JSON text of FILE decoded as UTF-8 (strictly)
