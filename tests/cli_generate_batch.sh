@@ -79,6 +79,10 @@ for r in rows:
     assert abs(r["per_sequence_tok_s"] * r["batch"] - r["aggregate_tok_s"]) < 1e-6 * r["aggregate_tok_s"] + 1e-9
 PY
 then ok "bench --batch rows"; else bad "bench --batch: $(cat "$tmp/out" "$tmp/err")"; fi
+# the line at fault is named: the second prompt is longer than --max-cache-len
+{ echo "Once upon a time"; python3 -c 'print(" ".join(["time"] * 300))'; } >"$tmp/long"
+expect_error "a prompt longer than the context: its line named" "^txc: prompt 2: batch: the prompt has 301 tokens" \
+  "$TXC" generate --model "$MODEL" --prompt-file "$tmp/long" --max-cache-len 128
 expect_error "bench --batch 0" "--batch" "$TXC" bench --synthetic stories260k --batch 0
 expect_error "bench --batch x" "--batch" "$TXC" bench --synthetic stories260k --batch 1,x
 
