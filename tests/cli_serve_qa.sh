@@ -4,8 +4,10 @@
 # too small to divide float32 logits by (OpenAI's range allows it: greedy,
 # its limit, never an error after a stream's 200), error objects that are
 # UTF-8 JSON when the request's bytes are not (a URL, a model name), and
-# GET /v1/models/{model} (the openai client's models.retrieve). The server
-# listens on 127.0.0.1 on a free port (--port 0).
+# GET /v1/models/{model} (the openai client's models.retrieve), a request
+# that must arrive whole within --timeout (a client trickling a byte at a
+# time is closed), and a note for the compile-cache flags the batch does
+# not use. The servers listen on 127.0.0.1 on a free port (--port 0).
 set -u
 TXC=${TXC_BIN:?set by ctest}
 SHARED=${TXC_SHARED_DIR:?set by ctest}
@@ -104,6 +106,41 @@ code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/models/gpt-4")
 code=$(curl -s -o "$tmp/b" -w '%{http_code}' -X DELETE "$U/v1/models/stories260K")
 [ "$code" = 405 ] && ok "DELETE /v1/models/stories260K: 405" || bad "DELETE models/ID: $code"
 serve_stop_ok main
+
+# --- a request must arrive whole within --timeout: a client that trickles bytes is closed ----
+serve_start slow --model "$MODEL" --timeout 2 --no-compile-cache || exit 1
+python3 - "$PORT" >"$tmp/slow" 2>&1 <<'PY'
+import json, socket, sys, time
+port = int(sys.argv[1])
+def trickle(req, gap):
+    # one byte every `gap` s (each well inside the idle timeout): when is it closed?
+    s = socket.create_connection(("127.0.0.1", port))
+    t0 = time.monotonic()
+    try:
+        for ch in req:
+            s.sendall(bytes([ch]))
+            time.sleep(gap)
+            if time.monotonic() - t0 > 15:
+                return "open after 15 s"
+        return "answered"
+    except OSError:
+        return "closed %.1f" % (time.monotonic() - t0)
+a = trickle(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100, 0.2)
+body = json.dumps({"prompt": "x" * 120, "max_tokens": 2}).encode()
+b = trickle(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body, 0.1)
+for r in (a, b):
+    assert r.startswith("closed") and 1.5 < float(r.split()[1]) < 4.5, (a, b)
+# requests on one kept-alive connection 1.5 s apart: each in time, each answered
+s = socket.create_connection(("127.0.0.1", port))
+for i in range(3):
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert s.recv(300).startswith(b"HTTP/1.1 200"), i
+    time.sleep(1.5)
+print(a, b)
+PY
+[ $? -eq 0 ] && ok "headers or a body trickled past --timeout 2: closed ($(cat "$tmp/slow") s); kept-alive requests in time answered" \
+  || bad "request deadline: $(cat "$tmp/slow")"
+serve_stop_ok slow
 
 # --- flags the batch does not use are said so, once ----------------------------------------
 serve_start cc --model "$MODEL" --compile-cache "$tmp/cc" || exit 1

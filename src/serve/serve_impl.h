@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include <microhttpd.h>
+
 #include "txc/chat_template.h"
 #include "txc/serve.h"
 #include "txc/tokenizer.h"
@@ -167,6 +169,7 @@ typedef struct serve_metrics {
 } serve_metrics;
 
 struct serve_engine;
+typedef struct serve_watch serve_watch; /* deadline.c: one connection's request deadline */
 
 struct txc_server {
     txc_serve_options o;
@@ -189,12 +192,30 @@ struct txc_server {
     struct MHD_Daemon *daemon;
     int port;
     int listen_fd;                 /* after MHD_quiesce_daemon, closed after the stop */
+    /* deadline.c: the connections receiving a request (under watch_mu) */
+    pthread_mutex_t watch_mu;
+    pthread_cond_t watch_cond;
+    serve_watch *watch_head;
+    pthread_t watchdog;
+    bool watchdog_started, watch_exit;
 };
 
 /* server.c */
 txc_status serve_http_start(txc_server *srv);
 void serve_http_quiesce(txc_server *srv); /* stop accepting connections */
 void serve_http_stop(txc_server *srv);    /* close every connection, join the threads */
+
+/* deadline.c: a request must arrive whole within --timeout (idle_timeout_s)
+ * seconds of its start. serve_conn_notify is the daemon's
+ * MHD_OPTION_NOTIFY_CONNECTION; the HTTP side calls serve_deadline_received
+ * once a request's last byte is in, serve_deadline_next when its response
+ * ended (the next request on the connection starts its clock). */
+void serve_conn_notify(void *cls, struct MHD_Connection *mc, void **socket_context,
+                       enum MHD_ConnectionNotificationCode code);
+void serve_deadline_received(txc_server *srv, struct MHD_Connection *mc);
+void serve_deadline_next(txc_server *srv, struct MHD_Connection *mc);
+txc_status serve_deadline_start(txc_server *srv);
+void serve_deadline_stop(txc_server *srv);
 
 /* scheduler.c */
 txc_status serve_sched_start(txc_server *srv);

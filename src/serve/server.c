@@ -451,6 +451,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     }
     if (c->answered)
         return MHD_YES;
+    serve_deadline_received(srv, mc); /* the request is in whole: its answer is not bound by the deadline */
     serve_error e = {0};
     if (c->too_big) {
         serve_fail(&e, 413, "invalid_request_error", NULL, "the body is larger than the limit of %zu bytes",
@@ -503,8 +504,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, e
 {
     txc_server *srv = cls;
     conn *c = *con_cls;
-    (void)mc;
     (void)toe;
+    serve_deadline_next(srv, mc); /* the connection's next request starts its clock now */
     if (!c)
         return;
     if (c->req) {
@@ -552,7 +553,8 @@ txc_status serve_http_start(txc_server *srv)
     /* (the logger first: MHD reports the options after it through it) */
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)srv->o.port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
-        MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_TIMEOUT,
+        MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, serve_conn_notify, srv,
+        MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned int)srv->o.idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)srv->o.max_connections,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_END);
     if (!srv->daemon)
