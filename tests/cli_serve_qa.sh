@@ -96,6 +96,20 @@ code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/completions" -d "{\"model\":
 [ "$code" = 404 ] && [[ $(py "$tmp/b" "d['error']['code']") == model_not_found ]] \
   && ok "a long model name cut in a character: 404, the message UTF-8" || bad "cut model name: $code $(py "$tmp/b" d)"
 
+# --- fields that would change the output and are not implemented: 400 naming them ---------
+for f in '"logit_bias": {"50": 100}|logit_bias' '"response_format": {"type": "json_object"}|response_format' \
+  '"tools": [{"type": "function", "function": {"name": "f"}}]|tools' '"functions": [{"name": "f"}]|functions'; do
+  code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/chat/completions" \
+    -d "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 2, ${f%|*}}")
+  [ "$code" = 400 ] && [ "$(py "$tmp/b" "d['error']['param']")" = "${f#*|}" ] && ok "${f#*|} given: 400 naming it" \
+    || bad "${f#*|}: $code $(cat "$tmp/b")"
+done
+for f in '"logit_bias": {}' '"response_format": {"type": "text"}' '"tools": []' '"logit_bias": null' '"user": "u1"'; do
+  code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/chat/completions" \
+    -d "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 2, $f}")
+  [ "$code" = 200 ] && ok "$f: accepted (changes nothing)" || bad "$f: $code $(cat "$tmp/b")"
+done
+
 # --- GET /v1/models/{model} ------------------------------------------------------------------
 code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/models/stories260K")
 [ "$code" = 200 ] && [ "$(py "$tmp/b" "d['id'] + ' ' + d['object']")" = "stories260K model" ] && ok "GET /v1/models/stories260K" \

@@ -187,6 +187,23 @@ static bool parse_common(const serve_context *c, const cJSON *root, serve_reques
     } else if (stop && !add_stop(r, stop, e))
         return false;
 
+    /* Fields that would change the output and are not implemented: a 400,
+     * not a completion that silently ignores them (as echo, suffix). */
+    const cJSON *lb = field(root, "logit_bias");
+    if (lb && !(cJSON_IsObject(lb) && !lb->child))
+        return bad(e, "logit_bias", "'logit_bias' is not supported");
+    const cJSON *rf = field(root, "response_format");
+    if (rf) {
+        const cJSON *type = cJSON_IsObject(rf) ? cJSON_GetObjectItemCaseSensitive(rf, "type") : NULL;
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0)
+            return bad(e, "response_format", "'response_format' other than {\"type\": \"text\"} is not supported");
+    }
+    static const char *const tool_fields[] = {"tools", "functions"};
+    for (size_t i = 0; i < sizeof tool_fields / sizeof *tool_fields; i++) {
+        const cJSON *t = field(root, tool_fields[i]);
+        if (t && !(cJSON_IsArray(t) && !t->child))
+            return bad(e, tool_fields[i], "'%s' (tool calls) is not supported", tool_fields[i]);
+    }
     if (!get_bool(root, "stream", &r->stream, e))
         return false;
     const cJSON *so = field(root, "stream_options");
