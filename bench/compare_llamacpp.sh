@@ -66,42 +66,11 @@ mkdir -p "$work"
 work=$(cd "$work" && pwd)
 log() { echo "compare_llamacpp: $*" >&2; }
 
-# ---- 1. the Python environment (gguf, numpy; no torch) ---------------------------------------------
-venv=$work/venv-llamacpp
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import gguf, numpy' 2>/dev/null; then
-    log "creating $venv (gguf, numpy from PyPI)"
-    python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet --upgrade pip
-    "$venv/bin/python" -m pip install --quiet gguf numpy
-fi
-py=$venv/bin/python
-
-# ---- 2. llama.cpp from llama-cpp-python's source package -------------------------------------------
-src_dir=$work/llama-cpp-python
-build_dir=$work/llama.cpp-build
-bench_bin=$build_dir/bin/llama-bench
-if [ ! -x "$bench_bin" ] || [ ! -x "$build_dir/bin/llama-completion" ]; then
-    sdist=$(ls "$work"/sdist/llama_cpp_python-*.tar.gz 2>/dev/null | sort -V | tail -1 || true)
-    if [ -z "$sdist" ]; then
-        log "downloading the llama-cpp-python source package from PyPI"
-        # --no-binary for this package only: ':all:' would also build its build dependencies from source.
-        "$py" -m pip download --quiet --no-deps --no-binary llama-cpp-python llama-cpp-python -d "$work/sdist"
-        sdist=$(ls "$work"/sdist/llama_cpp_python-*.tar.gz | sort -V | tail -1)
-    fi
-    if [ ! -f "$src_dir/.extracted" ]; then
-        rm -rf "$src_dir"
-        mkdir -p "$src_dir"
-        tar xzf "$sdist" -C "$src_dir" --strip-components=1
-        basename "$sdist" >"$src_dir/.extracted"
-    fi
-    log "building llama.cpp $(cat "$src_dir/.extracted") (llama-bench, llama-completion; -j2, takes a while)"
-    cmake -S "$src_dir/vendor/llama.cpp" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
-        -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-        -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=ON -DBUILD_SHARED_LIBS=OFF >"$work/cmake.log" 2>&1 ||
-        { tail -20 "$work/cmake.log" >&2; exit 1; }
-    cmake --build "$build_dir" --target llama-bench llama-completion -j2 >"$work/build.log" 2>&1 ||
-        { tail -30 "$work/build.log" >&2; exit 1; }
-fi
+# ---- 1. the Python environment (gguf, numpy; no torch), 2. llama.cpp (bench/lib/llamacpp.sh) -----
+. "$here/lib/llamacpp.sh"
+llamacpp_venv
+llamacpp_build llama-bench llama-completion
+build_dir=$llama_build_dir
 
 # ---- 3. the models, 4. the runs --------------------------------------------------------------------
 [ -x "$txc" ] || { echo "compare_llamacpp: $txc not found (build txc first, or give --txc)" >&2; exit 2; }

@@ -143,10 +143,17 @@ pt, pl = free_port(), free_port()
 txc = subprocess.Popen([a.txc, "serve", "--model", a.hf, "--port", str(pt), "--parallel", str(a.parallel),
                         "--max-cache-len", str(a.ctx), "--threads", str(a.threads)],
                        stderr=open(os.path.join(tmp, "txc.err"), "w"), env=env)
+# llama.cpp's OpenMP threads wait passively, as bench/compare_llamacpp.sh's llama-bench by default
+# (bench/README.md: on a machine shared with other jobs libgomp's spinning decides the numbers);
+# OMP_WAIT_POLICY in the caller's environment (set, or set empty: libgomp's default) wins
+llama_env = dict(os.environ)
+llama_env.setdefault("OMP_WAIT_POLICY", "passive")
+if not llama_env["OMP_WAIT_POLICY"]:
+    del llama_env["OMP_WAIT_POLICY"]
 llama = None if not a.llama_server else subprocess.Popen([a.llama_server, "-m", a.gguf, "--host", "127.0.0.1", "--port", str(pl), "-t", str(a.threads),
                           "-tb", str(a.threads), "-np", str(a.parallel), "-c", str(a.ctx * a.parallel), "-cb",
                           "--no-warmup"],
-                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "llama.err"), "w"))
+                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "llama.err"), "w"), env=llama_env)
 
 
 def generate(i):
@@ -235,5 +242,9 @@ for n, m in rows:
           f"| {t['itl_p50']:.1f} / {l['itl_p50']:.1f} | {t['itl_p99']:.1f} / {l['itl_p99']:.1f} |")
     summary.append({"clients": n, "txc": t, "llama": l, "tok_s_ratio": t["tok_s"] / l["tok_s"],
                     "ttft_p99_ratio": t["ttft_p99"] / l["ttft_p99"]})
+print(f"llama-server environment: OMP_WAIT_POLICY={llama_env.get('OMP_WAIT_POLICY', '(unset)')}")
+print(f"load average (1 min) at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+      + (" (other processes wanted these cores: the numbers then depend on how each side's threads wait)"
+         if os.getloadavg()[0] > a.threads + 0.5 else ""))
 if a.json:
     json.dump({"runs": runs, "summary": summary}, open(a.json, "w"), indent=1)

@@ -39,8 +39,8 @@ usage() {
   --requests N       requests per client per run (default 2)
   --max-tokens N     tokens per request (default 64)
   --prompt-words N   words of each prompt (default 32)
-  --llama-server P   a llama-server binary (default: built here, or found in a sibling
-                     checkout's bench/.work)
+  --llama-server P   a llama-server binary (default: built in the work folder's
+                     llama.cpp-build, as bench/compare_llamacpp.sh's llama.cpp)
   --work DIR         cache folder: venv, llama-server build, models (default: $TXC_BENCH_DIR,
                      else bench/.work)
   --json FILE        also write every run and the summary as JSON
@@ -71,55 +71,18 @@ mkdir -p "$work"
 work=$(cd "$work" && pwd)
 log() { echo "serve_load: $*" >&2; }
 
-# ---- 1. the Python environment (gguf, numpy: bench/make_model.py) ------------------------------------
-venv=$work/venv-llamacpp
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import gguf, numpy' 2>/dev/null; then
-    log "creating $venv (gguf, numpy from PyPI)"
-    python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet --upgrade pip
-    "$venv/bin/python" -m pip install --quiet gguf numpy
-fi
-py=$venv/bin/python
-
-# ---- 2. llama-server from llama-cpp-python's source package ------------------------------------------
-src_dir=$work/llama-cpp-python
-build_dir=$work/llama-server-build
+# ---- 1. the Python environment (gguf, numpy: bench/make_model.py), 2. llama-server -----------------
+# built by bench/lib/llamacpp.sh from llama-cpp-python's source package, in the same build folder as
+# bench/compare_llamacpp.sh's llama.cpp
+. "$here/lib/llamacpp.sh"
+llamacpp_venv
 if [ "$txc_only" = 1 ]; then
     server=none
 elif [ -z "$server" ]; then
-    server=$build_dir/bin/llama-server
-    # one built by another checkout's bench/.work is as good (same source package)
-    if [ ! -x "$server" ]; then
-        for other in "$root"/../*/bench/.work/llama-server-build/bin/llama-server; do
-            [ -x "$other" ] && { server=$other; log "using $server"; break; }
-        done
-    fi
+    llamacpp_build llama-server
+    server=$llama_build_dir/bin/llama-server
 fi
-if [ "$txc_only" = 0 ] && [ ! -x "$server" ]; then
-    exec 9>"$work/.llama-server-build.lock"
-    flock -n 9 || { log "another llama-server build is running here; waiting"; flock 9; }
-    if [ ! -x "$server" ]; then
-        sdist=$(ls "$work"/sdist/llama_cpp_python-*.tar.gz 2>/dev/null | sort -V | tail -1 || true)
-        if [ -z "$sdist" ]; then
-            log "downloading llama-cpp-python's source package (PyPI)"
-            "$py" -m pip download --quiet --no-deps --no-binary llama-cpp-python llama-cpp-python -d "$work/sdist"
-            sdist=$(ls "$work"/sdist/llama_cpp_python-*.tar.gz | sort -V | tail -1)
-        fi
-        if [ "$(cat "$src_dir/.extracted" 2>/dev/null)" != "$(basename "$sdist")" ]; then
-            rm -rf "$src_dir"
-            mkdir -p "$src_dir"
-            tar xzf "$sdist" -C "$src_dir" --strip-components=1
-            basename "$sdist" >"$src_dir/.extracted"
-        fi
-        log "building llama-server ($(basename "$sdist"); minutes)"
-        cmake -S "$src_dir/vendor/llama.cpp" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
-            -DLLAMA_CURL=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-            -DBUILD_SHARED_LIBS=OFF >"$work/server-cmake.log" 2>&1 || { tail -20 "$work/server-cmake.log" >&2; exit 1; }
-        nice cmake --build "$build_dir" --target llama-server -j2 >"$work/server-build.log" 2>&1 ||
-            { tail -30 "$work/server-build.log" >&2; exit 1; }
-        server=$build_dir/bin/llama-server
-    fi
-fi
+[ "$txc_only" = 1 ] || [ -x "$server" ] || { echo "serve_load: $server is not an executable" >&2; exit 2; }
 
 # ---- 3. the model, 4. the runs ---------------------------------------------------------------------
 out=$work/models/$model-$dtype

@@ -15,20 +15,12 @@ trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/lib_cli.sh" # pass/fail, ok, bad, expect_error
 
 # tl: TinyLlama's chat template (no BOS in it, as in transformers)
-mkdir "$tmp/tl"
-for f in config.json generation_config.json model.safetensors tokenizer.json special_tokens_map.json; do
-  ln -s "$MODEL/$f" "$tmp/tl/$f"
-done
+model_links "$tmp/tl" config.json generation_config.json model.safetensors tokenizer.json special_tokens_map.json
 cp "$SHARED/tokenizers/tinyllama-1.1b-chat-v1.0/tokenizer_config.json" "$tmp/tl/"
 # inst: stories260K's tokenizer_config.json (bos_token "<s>", eos_token
 # "</s>") and Mistral-7B-Instruct-v0.1's template, which writes the BOS
-mkdir "$tmp/inst"
-for f in config.json generation_config.json model.safetensors tokenizer.json tokenizer_config.json; do
-  ln -s "$MODEL/$f" "$tmp/inst/$f"
-done
-cat >"$tmp/inst/chat_template.jinja" <<'EOF'
-{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %}
-EOF
+model_links "$tmp/inst"
+mistral_template "$tmp/inst"
 
 turns=$'Once upon a time\nLily and Ben went to the park.\n'
 chat() { printf '%s' "$turns" | "$TXC" chat --max-new-tokens 24 --no-compile-cache "$@"; }

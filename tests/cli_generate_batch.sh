@@ -77,8 +77,17 @@ assert [r["batch"] for r in rows] == [1, 2, 4], rows
 for r in rows:
     assert r["decode_tokens"] == r["batch"] * (8 - r["batch"]) and r["aggregate_tok_s"] > 0
     assert abs(r["per_sequence_tok_s"] * r["batch"] - r["aggregate_tok_s"]) < 1e-6 * r["aggregate_tok_s"] + 1e-9
+    # the warm-up ran through the same batch and decoded all its rows once:
+    # no plan is compiled inside the timed run
+    assert r["compilations"] == 0, r
 PY
-then ok "bench --batch rows"; else bad "bench --batch: $(cat "$tmp/out" "$tmp/err")"; fi
+then ok "bench --batch rows (no compilation in the timed runs)"; else bad "bench --batch: $(cat "$tmp/out" "$tmp/err")"; fi
+# --new-tokens too few for a step of the whole batch: an error, not a row of 0 tok/s
+expect_error "bench --batch 4 --new-tokens 3" "needs --new-tokens > 4" "$TXC" bench --synthetic stories260k --batch 1,4 --new-tokens 3
+# the line at fault is named: the second prompt is longer than --max-cache-len
+{ echo "Once upon a time"; python3 -c 'print(" ".join(["time"] * 300))'; } >"$tmp/long"
+expect_error "a prompt longer than the context: its line named" "^txc: prompt 2: batch: the prompt has 301 tokens" \
+  "$TXC" generate --model "$MODEL" --prompt-file "$tmp/long" --max-cache-len 128
 expect_error "bench --batch 0" "--batch" "$TXC" bench --synthetic stories260k --batch 0
 expect_error "bench --batch x" "--batch" "$TXC" bench --synthetic stories260k --batch 1,x
 

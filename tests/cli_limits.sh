@@ -12,10 +12,7 @@ trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/lib_cli.sh" # pass/fail, ok, bad, expect_error
 
 # ---- chat template errors: "chat template" once ----
-mkdir "$tmp/m"
-for f in config.json generation_config.json model.safetensors tokenizer.json tokenizer_config.json; do
-  ln -s "$MODEL/$f" "$tmp/m/$f"
-done
+model_links "$tmp/m"
 echo "{{ messages[0].nope.x }}" >"$tmp/m/chat_template.jinja"
 expect_error "render error names the template once" \
   "^txc: chat template line 1: 'dict object' has no attribute 'nope'$" sh -c "echo hi | '$TXC' chat --model '$tmp/m'"

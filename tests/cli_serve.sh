@@ -16,47 +16,17 @@ command -v curl >/dev/null || { echo "curl is missing: skipped"; exit 77; }
 command -v python3 >/dev/null || { echo "python3 is missing: skipped"; exit 77; }
 PY=$(python3 -c 'import sys; print(sys.executable)') # (not a version manager's shim: one start per check)
 tmp=$(mktemp -d)
-pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  serve_kill_all
   rm -rf "$tmp"
 }
 trap cleanup EXIT
 . "$(dirname "$0")/lib_cli.sh" # pass/fail, ok, bad
+. "$(dirname "$0")/lib_serve.sh" # serve_start, serve_stop_ok
 
-mkdir "$tmp/inst"
-for f in config.json generation_config.json model.safetensors tokenizer.json tokenizer_config.json; do
-  ln -s "$MODEL/$f" "$tmp/inst/$f"
-done
-cat >"$tmp/inst/chat_template.jinja" <<'EOF'
-{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %}
-EOF
+model_links "$tmp/inst"
+mistral_template "$tmp/inst"
 
-# start NAME ARGS...: a server in the background; sets PID and PORT.
-start() {
-  local name=$1
-  shift
-  "$TXC" serve --port 0 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
-  PID=$!
-  pids+=("$PID")
-  PORT=
-  for _ in $(seq 1 600); do
-    PORT=$(sed -n 's/^txc serve: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$tmp/$name.err")
-    [ -n "$PORT" ] && return 0
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "server $name did not start: $(cat "$tmp/$name.err")"
-  return 1
-}
-# stop_ok NAME: SIGTERM, then the exit status must be 0
-stop_ok() {
-  kill -TERM "$PID"
-  wait "$PID"
-  local rc=$?
-  [ $rc -eq 0 ] && grep -q '^txc serve: stopped$' "$tmp/$1.err" && ok "$1: SIGTERM: exit 0" \
-    || bad "$1: SIGTERM: rc $rc: $(tail -3 "$tmp/$1.err")"
-}
 KEY=sk-test-123
 # req METHOD PATH [BODY]: response body in $tmp/body, status in $code
 req() {
@@ -81,7 +51,7 @@ expect_status() {
   fi
 }
 
-start main --model "$tmp/inst" --parallel 4 --api-key "$KEY" --max-cache-len 256 --timeout 2 --no-compile-cache || exit 1
+serve_start main --model "$tmp/inst" --parallel 4 --api-key "$KEY" --max-cache-len 256 --timeout 2 --no-compile-cache || exit 1
 
 # --- GET endpoints ---------------------------------------------------------------
 req GET /health
@@ -259,12 +229,12 @@ dt = time.monotonic() - t0
 assert data == b"" and 1.5 < dt < 6, (data, dt)
 print("%.1f" % dt)
 ' "$PORT" >"$tmp/idle" 2>&1 && ok "a stalled client: closed after $(cat "$tmp/idle") s (--timeout 2)" || bad "idle timeout: $(cat "$tmp/idle")"
-stop_ok main
+serve_stop_ok main
 
 # --- a full queue: 503; a client gone mid-stream; SIGTERM while a stream runs ------------
 # Eager (--no-jit) and 500 tokens: a stream long enough to act on while it
 # runs; 2 threads: the pool's workers must not take the signal.
-start small --model "$MODEL" --parallel 1 --max-queue 0 --threads 2 --no-jit --verbose || exit 1
+serve_start small --model "$MODEL" --parallel 1 --max-queue 0 --threads 2 --no-jit --verbose || exit 1
 long='{"prompt": "Once upon a time", "max_tokens": 500, "temperature": 0, "stream": true}'
 expect_status "no chat template" 400 messages POST /v1/chat/completions '{"messages": [{"role": "user", "content": "x"}]}'
 req POST /v1/completions '{"prompt": "Once upon a time", "max_tokens": 20, "temperature": 0}'
@@ -307,7 +277,7 @@ full=$(grep -l '"code":"queue_full"' "$tmp"/q[1-8] | wc -l)
 curl -sN "http://127.0.0.1:$PORT/v1/completions" -d "$long" >"$tmp/long" &
 cpid=$!
 for _ in $(seq 1 500); do [ -s "$tmp/long" ] && break; sleep 0.01; done
-stop_ok small
+serve_stop_ok small
 wait "$cpid"
 tail -c 200 "$tmp/long" | grep -q 'data: \[DONE\]' && ok "the running stream ended with [DONE] at the stop" \
   || bad "stream at stop: $(tail -c 300 "$tmp/long")"

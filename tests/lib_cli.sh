@@ -21,3 +21,21 @@ expect_error() {
     bad "$name: rc $rc, $lines lines: $(cat "$tmp/e")"
   fi
 }
+
+# model_links DIR [FILE...]: DIR made a model folder of links to $MODEL's
+# files (default config.json generation_config.json model.safetensors
+# tokenizer.json tokenizer_config.json), for a test to add a template to.
+model_links() {
+  local dir=$1 f
+  shift
+  [ $# -gt 0 ] || set -- config.json generation_config.json model.safetensors tokenizer.json tokenizer_config.json
+  mkdir -p "$dir"
+  for f in "$@"; do ln -s "$MODEL/$f" "$dir/$f"; done
+}
+# mistral_template DIR: Mistral-7B-Instruct-v0.1's chat template (it writes
+# BOS; roles must alternate user/assistant) as DIR/chat_template.jinja.
+mistral_template() {
+  cat >"$1/chat_template.jinja" <<'TPL'
+{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %}
+TPL
+}

@@ -39,6 +39,7 @@ void serve_request_free(serve_request *r)
     for (int64_t i = 0; i < r->n_toks; i++)
         free(r->toks[i].piece);
     free(r->toks);
+    free(r->marks);
     free(r->held);
     txc_detok_stream_free(r->detok);
 }
@@ -129,6 +130,8 @@ static bool parse_common(const serve_context *c, const cJSON *root, serve_reques
     const cJSON *m = field(root, "model");
     if (m && !cJSON_IsString(m))
         return bad(e, "model", "'model' must be a string");
+    if (m && !utf8_ok(m->valuestring))
+        return bad(e, "model", "'model' is not UTF-8 text");
     if (m && strcmp(m->valuestring, c->model_id) != 0) {
         serve_fail(e, 404, INVALID, "model", "The model '%.200s' does not exist (this server has '%.200s')",
                    m->valuestring, c->model_id);
@@ -150,8 +153,11 @@ static bool parse_common(const serve_context *c, const cJSON *root, serve_reques
     double temperature = NAN;
     if (!get_number(root, "temperature", 0, 2, &temperature, e))
         return false;
-    if (temperature == 0)
-        sp->do_sample = false; /* OpenAI: 0 is (near) deterministic: greedy */
+    /* OpenAI: 0 is (near) deterministic: greedy. A temperature below 1e-30
+     * (which the float32 logits cannot be divided by: txc_generate_next_token
+     * refuses it) is its limit, greedy too, not a refusal after a stream began. */
+    if (temperature >= 0 && temperature < 1e-30)
+        sp->do_sample = false;
     else if (temperature > 0) {
         sp->do_sample = true;
         sp->temperature = temperature;
@@ -181,6 +187,23 @@ static bool parse_common(const serve_context *c, const cJSON *root, serve_reques
     } else if (stop && !add_stop(r, stop, e))
         return false;
 
+    /* Fields that would change the output and are not implemented: a 400,
+     * not a completion that silently ignores them (as echo, suffix). */
+    const cJSON *lb = field(root, "logit_bias");
+    if (lb && !(cJSON_IsObject(lb) && !lb->child))
+        return bad(e, "logit_bias", "'logit_bias' is not supported");
+    const cJSON *rf = field(root, "response_format");
+    if (rf) {
+        const cJSON *type = cJSON_IsObject(rf) ? cJSON_GetObjectItemCaseSensitive(rf, "type") : NULL;
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0)
+            return bad(e, "response_format", "'response_format' other than {\"type\": \"text\"} is not supported");
+    }
+    static const char *const tool_fields[] = {"tools", "functions"};
+    for (size_t i = 0; i < sizeof tool_fields / sizeof *tool_fields; i++) {
+        const cJSON *t = field(root, tool_fields[i]);
+        if (t && !(cJSON_IsArray(t) && !t->child))
+            return bad(e, tool_fields[i], "'%s' (tool calls) is not supported", tool_fields[i]);
+    }
     if (!get_bool(root, "stream", &r->stream, e))
         return false;
     const cJSON *so = field(root, "stream_options");
@@ -414,10 +437,40 @@ bool serve_parse_request(const serve_context *c, serve_endpoint ep, const char *
 
 /* ---- responses -------------------------------------------------------------------- */
 
+/* `s` with every byte that is not part of a UTF-8 character (a request's
+ * raw bytes echoed in a message: a URL, a method; or a character cut by
+ * the message's length) replaced by U+FFFD, so the JSON is UTF-8 text
+ * (RFC 8259). malloc'd; NULL when out of memory. */
+static char *utf8_scrub(const char *s)
+{
+    size_t n = strlen(s);
+    char *t = malloc(3 * n + 1);
+    if (!t)
+        return NULL;
+    size_t at = 0;
+    for (size_t i = 0; i < n;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (k > 0) {
+            memcpy(t + at, s + i, (size_t)k);
+            at += (size_t)k;
+            i += (size_t)k;
+        } else {
+            memcpy(t + at, "\xef\xbf\xbd", 3);
+            at += 3;
+            i++;
+        }
+    }
+    t[at] = 0;
+    return t;
+}
+
 char *serve_error_json(const serve_error *e)
 {
     cJSON *root = cJSON_CreateObject(), *err = cJSON_AddObjectToObject(root, "error");
-    cJSON_AddStringToObject(err, "message", e->message);
+    char *msg = utf8_scrub(e->message);
+    cJSON_AddStringToObject(err, "message", msg ? msg : "(out of memory)");
+    free(msg);
     cJSON_AddStringToObject(err, "type", e->type ? e->type : INVALID);
     if (e->param[0])
         cJSON_AddStringToObject(err, "param", e->param);
@@ -607,28 +660,28 @@ static char *sse(cJSON *root)
     return s;
 }
 
-char *serve_sse_chunk(const serve_context *c, const serve_request *r, size_t text_from, int64_t tok_from,
-                      bool first, bool final)
+char *serve_sse_chunk(const serve_context *c, const serve_request *r, size_t text_from, size_t text_to,
+                      int64_t tok_from, int64_t tok_to, bool first, bool final)
 {
     bool chat = r->endpoint == SERVE_CHAT;
     cJSON *root = envelope(c, r, chat ? "chat.completion.chunk" : "text_completion");
     cJSON *choices = cJSON_AddArrayToObject(root, "choices"), *ch = cJSON_CreateObject();
     cJSON_AddItemToArray(choices, ch);
     cJSON_AddNumberToObject(ch, "index", 0);
-    char *text = text_dup(r->text ? r->text + text_from : "", r->n_text - text_from);
+    char *text = text_dup(r->text ? r->text + text_from : "", text_to - text_from);
     if (chat) {
         cJSON *delta = cJSON_AddObjectToObject(ch, "delta");
         if (first)
             cJSON_AddStringToObject(delta, "role", "assistant");
-        if (!final || r->n_text > text_from || first)
+        if (!final || text_to > text_from || first)
             cJSON_AddStringToObject(delta, "content", text ? text : "");
     } else
         cJSON_AddStringToObject(ch, "text", text ? text : "");
     free(text);
-    if (r->sp.logprobs && r->n_toks > tok_from)
+    if (r->sp.logprobs && tok_to > tok_from)
         cJSON_AddItemToObject(ch, "logprobs",
-                              chat ? chat_logprobs(c, r, tok_from, r->n_toks)
-                                   : completion_logprobs(c, r, tok_from, r->n_toks, text_from));
+                              chat ? chat_logprobs(c, r, tok_from, tok_to)
+                                   : completion_logprobs(c, r, tok_from, tok_to, text_from));
     else
         cJSON_AddNullToObject(ch, "logprobs");
     if (final)
@@ -648,12 +701,8 @@ char *serve_sse_usage(const serve_context *c, const serve_request *r)
     return sse(root);
 }
 
-char *serve_models_json(const serve_context *c)
+static void model_object(const serve_context *c, cJSON *m)
 {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "object", "list");
-    cJSON *data = cJSON_AddArrayToObject(root, "data"), *m = cJSON_CreateObject();
-    cJSON_AddItemToArray(data, m);
     cJSON_AddStringToObject(m, "id", c->model_id);
     cJSON_AddStringToObject(m, "object", "model");
     cJSON_AddNumberToObject(m, "created", 0);
@@ -661,7 +710,25 @@ char *serve_models_json(const serve_context *c)
     cJSON *meta = cJSON_AddObjectToObject(m, "meta");
     cJSON_AddNumberToObject(meta, "n_ctx", (double)c->context_len);
     cJSON_AddNumberToObject(meta, "n_vocab", c->vocab_size);
+}
+
+char *serve_models_json(const serve_context *c)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "object", "list");
+    cJSON *data = cJSON_AddArrayToObject(root, "data"), *m = cJSON_CreateObject();
+    cJSON_AddItemToArray(data, m);
+    model_object(c, m);
     char *s = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
+    return s;
+}
+
+char *serve_model_json(const serve_context *c)
+{
+    cJSON *m = cJSON_CreateObject();
+    model_object(c, m);
+    char *s = cJSON_PrintUnformatted(m);
+    cJSON_Delete(m);
     return s;
 }

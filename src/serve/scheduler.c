@@ -255,6 +255,16 @@ static void on_event(txc_server *srv, txc_batch *b, serve_request **slots, const
         if (!r->finish_reason)
             r->finish_reason = ev->finish == TXC_BATCH_STOP ? "stop" : "length";
     }
+    if (r->stream && !r->err.status) { /* this token's event (none when out of memory: the next one carries it) */
+        if (r->n_marks == r->cap_marks) {
+            int64_t cap = r->cap_marks ? 2 * r->cap_marks : 32;
+            serve_mark *mk = realloc(r->marks, sizeof *mk * (size_t)cap);
+            if (mk)
+                r->marks = mk, r->cap_marks = cap;
+        }
+        if (r->n_marks < r->cap_marks)
+            r->marks[r->n_marks++] = (serve_mark){r->n_text, r->n_toks};
+    }
     if (stopped || done) {
         if (!done)
             txc_batch_cancel(b, ev->slot); /* a stop string: free the slot now */

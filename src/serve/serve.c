@@ -44,6 +44,8 @@ txc_status txc_server_start(txc_model *model, const txc_tokenizer *tok, const tx
     pthread_mutex_init(&srv->mu, NULL);
     pthread_mutex_init(&srv->tpl_mu, NULL);
     pthread_cond_init(&srv->sched_cond, NULL);
+    pthread_mutex_init(&srv->watch_mu, NULL);
+    pthread_cond_init(&srv->watch_cond, NULL);
     if (!srv->host || !srv->model_id || (opts->api_key && !srv->api_key)) {
         txc_server_free(srv);
         return txc_error(TXC_ERR_NOMEM, "serve: out of memory");
@@ -82,6 +84,8 @@ txc_status txc_server_start(txc_model *model, const txc_tokenizer *tok, const tx
     d->cache_prompt = true;
     txc_status s = serve_sched_start(srv);
     if (s == TXC_OK)
+        s = serve_deadline_start(srv);
+    if (s == TXC_OK)
         s = serve_http_start(srv);
     if (s != TXC_OK) {
         txc_server_free(srv);
@@ -109,6 +113,7 @@ void txc_server_stop(txc_server *srv, int grace_ms)
     serve_http_quiesce(srv);          /* no new connections */
     serve_sched_stop(srv, grace_ms);  /* queue answered, running finished or cancelled */
     serve_http_stop(srv);             /* the connections write their last bytes and close */
+    serve_deadline_stop(srv);
 }
 
 void txc_server_free(txc_server *srv)
@@ -119,7 +124,10 @@ void txc_server_free(txc_server *srv)
     if (srv->sched_started)
         serve_sched_stop(srv, 0);
     serve_http_stop(srv);
+    serve_deadline_stop(srv);
     txc_batch_free((txc_batch *)srv->engine);
+    pthread_cond_destroy(&srv->watch_cond);
+    pthread_mutex_destroy(&srv->watch_mu);
     pthread_cond_destroy(&srv->sched_cond);
     pthread_mutex_destroy(&srv->tpl_mu);
     pthread_mutex_destroy(&srv->mu);

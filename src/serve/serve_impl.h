@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include <microhttpd.h>
+
 #include "txc/chat_template.h"
 #include "txc/serve.h"
 #include "txc/tokenizer.h"
@@ -60,6 +62,14 @@ typedef struct serve_token {
     float top_logprob[SERVE_MAX_TOP_LOGPROBS];
 } serve_token;
 
+/* Where one generated token's output ends: r->n_text and r->n_toks once
+ * it was processed. A stream sends one event per token (as OpenAI's and
+ * llama-server's), not what happened to pile up since the last write. */
+typedef struct serve_mark {
+    size_t text;
+    int64_t toks;
+} serve_mark;
+
 typedef enum serve_state { SERVE_QUEUED, SERVE_RUNNING, SERVE_DONE } serve_state;
 
 typedef struct serve_request {
@@ -83,6 +93,8 @@ typedef struct serve_request {
     size_t n_text, cap_text;
     serve_token *toks;           /* the generated tokens (the stop string's included) */
     int64_t n_toks, cap_toks;
+    serve_mark *marks;           /* per generated token: n_text and n_toks after it (one SSE event each) */
+    int64_t n_marks, cap_marks;
     int64_t n_completion;        /* tokens generated (usage.completion_tokens) */
     const char *finish_reason;   /* "stop" / "length" once done (static) */
     serve_error err;             /* a failure inside the scheduler (status 500 / 503) */
@@ -125,14 +137,16 @@ char *serve_error_json(const serve_error *e);
 /* The whole response of a finished request (non-streaming). */
 char *serve_response_json(const serve_context *c, const serve_request *r);
 /* One SSE event "data: {...}\n\n" for a streamed request: the new text
- * text[text_from, n_text) and the tokens toks[tok_from, n_toks) (their
+ * text[text_from, text_to) and the tokens toks[tok_from, tok_to) (their
  * logprobs), with finish_reason when final; `first` adds the chat role.
  * The usage chunk and "data: [DONE]" are serve_sse_usage / SERVE_SSE_DONE. */
-char *serve_sse_chunk(const serve_context *c, const serve_request *r, size_t text_from, int64_t tok_from,
-                      bool first, bool final);
+char *serve_sse_chunk(const serve_context *c, const serve_request *r, size_t text_from, size_t text_to,
+                      int64_t tok_from, int64_t tok_to, bool first, bool final);
 char *serve_sse_usage(const serve_context *c, const serve_request *r);
 #define SERVE_SSE_DONE "data: [DONE]\n\n"
 char *serve_models_json(const serve_context *c);
+/* The served model's object alone (GET /v1/models/{model}: OpenAI's "retrieve model"). */
+char *serve_model_json(const serve_context *c);
 
 /* ---- stop.c ---------------------------------------------------------------- */
 
@@ -155,6 +169,7 @@ typedef struct serve_metrics {
 } serve_metrics;
 
 struct serve_engine;
+typedef struct serve_watch serve_watch; /* deadline.c: one connection's request deadline */
 
 struct txc_server {
     txc_serve_options o;
@@ -177,12 +192,30 @@ struct txc_server {
     struct MHD_Daemon *daemon;
     int port;
     int listen_fd;                 /* after MHD_quiesce_daemon, closed after the stop */
+    /* deadline.c: the connections receiving a request (under watch_mu) */
+    pthread_mutex_t watch_mu;
+    pthread_cond_t watch_cond;
+    serve_watch *watch_head;
+    pthread_t watchdog;
+    bool watchdog_started, watch_exit;
 };
 
 /* server.c */
 txc_status serve_http_start(txc_server *srv);
 void serve_http_quiesce(txc_server *srv); /* stop accepting connections */
 void serve_http_stop(txc_server *srv);    /* close every connection, join the threads */
+
+/* deadline.c: a request must arrive whole within --timeout (idle_timeout_s)
+ * seconds of its start. serve_conn_notify is the daemon's
+ * MHD_OPTION_NOTIFY_CONNECTION; the HTTP side calls serve_deadline_received
+ * once a request's last byte is in, serve_deadline_next when its response
+ * ended (the next request on the connection starts its clock). */
+void serve_conn_notify(void *cls, struct MHD_Connection *mc, void **socket_context,
+                       enum MHD_ConnectionNotificationCode code);
+void serve_deadline_received(txc_server *srv, struct MHD_Connection *mc);
+void serve_deadline_next(txc_server *srv, struct MHD_Connection *mc);
+txc_status serve_deadline_start(txc_server *srv);
+void serve_deadline_stop(txc_server *srv);
 
 /* scheduler.c */
 txc_status serve_sched_start(txc_server *srv);

@@ -61,7 +61,7 @@ typedef struct conn {
     serve_request *req;  /* a streamed request (the connection's reference) */
     /* the stream: what was sent of the request's output */
     size_t text_sent;
-    int64_t toks_sent;
+    int64_t toks_sent, marks_sent;
     bool first_sent, final_sent, usage_sent, done_sent;
     char *pending;       /* the event being written */
     size_t n_pending, pending_at;
@@ -204,12 +204,26 @@ static bool next_event(conn *c)
             sprintf(ev, "data: %s\n\n", j);
         free(j);
         c->final_sent = c->usage_sent = true;
-    } else if (!c->final_sent && (r->n_text > c->text_sent || r->n_toks > c->toks_sent || done)) {
-        ev = serve_sse_chunk(ctx, r, c->text_sent, c->toks_sent, !c->first_sent, done);
-        c->first_sent = true;
-        c->text_sent = r->n_text;
-        c->toks_sent = r->n_toks;
-        c->final_sent = done;
+    } else if (!c->final_sent) {
+        /* one event per token: the next token that added text or logprobs */
+        while (!ev && c->marks_sent < r->n_marks) {
+            serve_mark m = r->marks[c->marks_sent++];
+            if (m.text <= c->text_sent && m.toks <= c->toks_sent)
+                continue; /* text held back (a stop string's beginning, a partial character) */
+            if (!(ev = serve_sse_chunk(ctx, r, c->text_sent, m.text, c->toks_sent, m.toks, !c->first_sent, false)))
+                return false;
+            c->first_sent = true;
+            c->text_sent = m.text;
+            c->toks_sent = m.toks;
+        }
+        if (!ev && done) { /* what no token's event holds, and finish_reason */
+            ev = serve_sse_chunk(ctx, r, c->text_sent, r->n_text, c->toks_sent, r->n_toks, !c->first_sent, true);
+            c->first_sent = c->final_sent = true;
+            c->text_sent = r->n_text;
+            c->toks_sent = r->n_toks;
+        }
+        if (!ev && !done)
+            return true; /* nothing new: wait */
     } else if (c->final_sent && !c->usage_sent) {
         c->usage_sent = true;
         if (r->include_usage)
@@ -437,6 +451,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     }
     if (c->answered)
         return MHD_YES;
+    serve_deadline_received(srv, mc); /* the request is in whole: its answer is not bound by the deadline */
     serve_error e = {0};
     if (c->too_big) {
         serve_fail(&e, 413, "invalid_request_error", NULL, "the body is larger than the limit of %zu bytes",
@@ -447,6 +462,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     const char *path = url;
     bool is_health = strcmp(path, "/health") == 0, is_models = !strcmp(path, "/v1/models") || !strcmp(path, "/models");
     bool is_metrics = strcmp(path, "/metrics") == 0;
+    /* GET /v1/models/{model} (OpenAI's "retrieve model"; MHD has decoded the %-escapes) */
+    const char *one_model = !strncmp(path, "/v1/models/", 11) ? path + 11 : !strncmp(path, "/models/", 8) ? path + 8 : NULL;
+    if (one_model && get) {
+        if (strcmp(one_model, srv->ctx.model_id) == 0)
+            return send_json(mc, c, 200, serve_model_json(&srv->ctx));
+        serve_fail(&e, 404, "invalid_request_error", "model", "The model '%.200s' does not exist (this server has '%.200s')",
+                   one_model, srv->ctx.model_id);
+        e.code = "model_not_found";
+        return send_error(mc, c, &e);
+    }
     int ep = !strcmp(path, "/v1/completions") || !strcmp(path, "/completions")                 ? SERVE_COMPLETIONS
              : !strcmp(path, "/v1/chat/completions") || !strcmp(path, "/chat/completions") ? SERVE_CHAT
                                                                                              : -1;
@@ -464,7 +489,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     }
     if (ep >= 0 && post)
         return completion(mc, c, (serve_endpoint)ep);
-    if (is_health || is_models || is_metrics || ep >= 0) {
+    if (is_health || is_models || is_metrics || one_model || ep >= 0) {
         serve_fail(&e, 405, "invalid_request_error", NULL, "%s %s: the method is not allowed (use %s)", method, url,
                    ep >= 0 ? "POST" : "GET");
         return send_error(mc, c, &e);
@@ -479,8 +504,8 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, e
 {
     txc_server *srv = cls;
     conn *c = *con_cls;
-    (void)mc;
     (void)toe;
+    serve_deadline_next(srv, mc); /* the connection's next request starts its clock now */
     if (!c)
         return;
     if (c->req) {
@@ -528,7 +553,8 @@ txc_status serve_http_start(txc_server *srv)
     /* (the logger first: MHD reports the options after it through it) */
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)srv->o.port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
-        MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_CONNECTION_TIMEOUT,
+        MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, serve_conn_notify, srv,
+        MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned int)srv->o.idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)srv->o.max_connections,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_END);
     if (!srv->daemon)

@@ -52,20 +52,16 @@ typedef struct batch_row {
 } batch_row;
 
 /* B requests of the prompt (row r: the prompt with its first id shifted by
- * r, so the rows are distinct sequences), each new_tokens long, no eos;
- * the decode rows count the steps of the whole batch: after every row got
- * its first token (prefills are one slot per step) and before the first
- * row ends. */
-static txc_status run_batch(txc_model *model, int B, const int32_t *prompt, int64_t n_prompt, int64_t new_tokens,
-                            int64_t max_cache_len, bool warm, batch_row *row)
+ * r, so the rows are distinct sequences), each new_tokens long, no eos,
+ * through the batch `b` of B slots; the decode rows count the steps of the
+ * whole batch: after every row got its first token (prefills are one slot
+ * per step) and before the first row ends. The row's prefill_ms and
+ * compilations are this run's (the batch's counters before and after). */
+static txc_status run_batch(txc_batch *b, txc_model *model, int B, const int32_t *prompt, int64_t n_prompt,
+                            int64_t new_tokens, batch_row *row)
 {
     const int64_t V = txc_model_config(model)->vocab_size;
-    txc_batch_options o = txc_batch_default_options();
-    o.n_slots = B;
-    o.max_cache_len = max_cache_len;
-    txc_batch *b = txc_batch_new(model, &o);
-    if (!b)
-        return txc_last_status();
+    txc_batch_stats before = txc_batch_get_stats(b);
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n_prompt * B));
     txc_status st = ids ? TXC_OK : txc_error(TXC_ERR_NOMEM, "out of memory (bench)");
     for (int r = 0; r < B && st == TXC_OK; r++) {
@@ -75,7 +71,7 @@ static txc_status run_batch(txc_model *model, int B, const int32_t *prompt, int6
         q.id = (uint64_t)r;
         q.input_ids = ids + r * n_prompt;
         q.n_input = n_prompt;
-        q.gen.max_new_tokens = warm ? 2 : new_tokens;
+        q.gen.max_new_tokens = new_tokens;
         q.gen.n_eos = 0;
         q.gen.do_sample = false;
         q.gen.repetition_penalty = 1.0;
@@ -102,12 +98,11 @@ static txc_status run_batch(txc_model *model, int B, const int32_t *prompt, int6
             row->decode_cpu_ms += dc;
         }
     }
-    txc_batch_stats bs = txc_batch_get_stats(b);
+    txc_batch_stats after = txc_batch_get_stats(b);
     row->B = B;
     row->decode_ms = t_decode;
-    row->prefill_ms = bs.prefill_ms;
-    row->compilations = bs.compilations;
-    txc_batch_free(b);
+    row->prefill_ms = after.prefill_ms - before.prefill_ms;
+    row->compilations = after.compilations - before.compilations;
     free(ids);
     return st;
 }
@@ -118,12 +113,37 @@ int txc_bench_batch(txc_model *model, const char *model_name, const int *sizes, 
     batch_row rows[TXC_BENCH_MAX_BATCHES];
     memset(rows, 0, sizeof rows);
     for (int i = 0; i < n_sizes; i++) {
-        batch_row warm = {0};
-        /* a short run first: the compiled plans of this batch size are made
-         * outside the timed run (each batch has its own jits) */
-        if (run_batch(model, sizes[i], prompt, n_prompt, new_tokens, max_cache_len, true, &warm) != TXC_OK ||
-            run_batch(model, sizes[i], prompt, n_prompt, new_tokens, max_cache_len, false, &rows[i]) != TXC_OK)
+        const int B = sizes[i];
+        /* the prompts are prefilled one per step while the first rows decode:
+         * the whole batch decodes together only from step B + 1 on */
+        if (new_tokens <= B) {
+            fprintf(stderr, "txc: --batch %d needs --new-tokens > %d (the %d prompts are prefilled one per step, "
+                            "so the batch decodes all %d rows together only after %d tokens), got %lld\n",
+                    B, B, B, B, B, (long long)new_tokens);
+            return EXIT_ERROR;
+        }
+        txc_batch_options o = txc_batch_default_options();
+        o.n_slots = B;
+        o.max_cache_len = max_cache_len;
+        txc_batch *b = txc_batch_new(model, &o);
+        if (!b)
             return txc_cli_fail_in("--batch");
+        /* a short run first, through the same batch (its plans are its own):
+         * B + 1 tokens a row, so one step of all B rows compiles the B-row
+         * decode plan outside the timed run */
+        batch_row warm = {0};
+        txc_status st = run_batch(b, model, B, prompt, n_prompt, B + 1, &warm);
+        if (st == TXC_OK)
+            st = run_batch(b, model, B, prompt, n_prompt, new_tokens, &rows[i]);
+        txc_batch_free(b);
+        if (st != TXC_OK)
+            return txc_cli_fail_in("--batch");
+        if (rows[i].decode_tokens == 0) { /* (a longer prompt than one prefill chunk takes more steps) */
+            fprintf(stderr, "txc: --batch %d: no step decoded all %d rows together (--new-tokens %lld is too few "
+                            "for --prompt-tokens %lld)\n",
+                    B, B, (long long)new_tokens, (long long)n_prompt);
+            return EXIT_ERROR;
+        }
     }
     double base = 0;
     for (int i = 0; i < n_sizes; i++)
@@ -149,6 +169,7 @@ int txc_bench_batch(txc_model *model, const char *model_name, const int *sizes, 
             if (base > 0)
                 cJSON_AddNumberToObject(o, "vs_batch_1", agg / base);
             cJSON_AddNumberToObject(o, "prefill_ms", r->prefill_ms);
+            cJSON_AddNumberToObject(o, "compilations", (double)r->compilations);
             cJSON_AddItemToArray(arr, o);
         }
         char *s = cJSON_PrintUnformatted(j);

@@ -259,12 +259,7 @@ int txc_cmd_chat(int argc, char **argv)
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "m:n:L:c:vh", longopts, NULL)) != -1) {
-        if (optarg && optarg[0] == '-' && optarg[1] == '-' && ch != OPT_SYSTEM && ch != OPT_MESSAGE) {
-            fprintf(stderr, "txc: %s needs a value (got the option '%s')\n",
-                    optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1], optarg);
-            return EXIT_ERROR;
-        }
-        int taken = txc_cli_gen_option(&gf, ch, optarg);
+        int taken = txc_cli_gen_getopt(&gf, ch, argv, ch == OPT_SYSTEM || ch == OPT_MESSAGE);
         if (taken < 0)
             return EXIT_ERROR;
         if (taken)
@@ -294,9 +289,7 @@ int txc_cmd_chat(int argc, char **argv)
         case 'c': cache_name = optarg; break;
         case 'v': verbose = true; break;
         case 'h': usage_chat(stdout); return 0;
-        default:
-            fprintf(stderr, "txc: option '%s' is unknown or needs a value (see txc chat --help)\n", argv[optind - 1]);
-            return EXIT_ERROR;
+        default: return txc_cli_unknown_option(argv, "chat");
         }
     }
     if (optind < argc) {

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,6 +273,29 @@ int txc_cli_gen_option(txc_cli_gen_flags *f, int ch, const char *arg)
         return 1;
     default: return 0;
     }
+}
+
+int txc_cli_gen_getopt(txc_cli_gen_flags *f, int ch, char **argv, bool dash_ok)
+{
+    if (optarg && optarg[0] == '-' && optarg[1] == '-' && !dash_ok) {
+        fprintf(stderr, "txc: %s needs a value (got the option '%s')\n",
+                optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1], optarg);
+        return -1;
+    }
+    return txc_cli_gen_option(f, ch, optarg);
+}
+
+void txc_cli_note_no_compile_cache(const txc_cli_gen_flags *f, const char *command)
+{
+    if ((f->compile_cache && f->compile_cache[0]) || f->compile_cache_max_bytes >= 0)
+        fprintf(stderr, "txc %s: note: --compile-cache and --compile-cache-max-mb are not used here (the batch "
+                        "compiles its plans in the process)\n", command);
+}
+
+int txc_cli_unknown_option(char **argv, const char *command)
+{
+    fprintf(stderr, "txc: option '%s' is unknown or needs a value (see txc %s --help)\n", argv[optind - 1], command);
+    return EXIT_ERROR;
 }
 
 void txc_cli_gen_flags_apply(txc_cli_gen_flags *f, txc_generate_options *o)

@@ -154,6 +154,23 @@ typedef struct txc_cli_gen_flags {
 } txc_cli_gen_flags;
 
 void txc_cli_gen_flags_init(txc_cli_gen_flags *f);
+/* The shared step of the getopt_long loops of generate, chat and serve,
+ * for the option `ch` getopt_long just returned (optarg, optind as it left
+ * them): a value that is the next option ("--seed --greedy": getopt took
+ * "--greedy" as --seed's value) is an error naming the flag, unless
+ * `dash_ok` (a value that may begin with "--": a prompt, a stop string, a
+ * message); then txc_cli_gen_option. 1: taken; 0: not one of
+ * TXC_CLI_GEN_LONGOPTS (the command's own switch takes it); -1: bad, one
+ * line on stderr printed (exit with EXIT_ERROR). */
+int txc_cli_gen_getopt(txc_cli_gen_flags *f, int ch, char **argv, bool dash_ok);
+/* For the batch's commands (generate --prompt-file, serve), whose plans are
+ * compiled in the process (txc_batch keeps no compile cache): one note on
+ * stderr when --compile-cache DIR or --compile-cache-max-mb was given
+ * (they do nothing there), nothing otherwise. */
+void txc_cli_note_no_compile_cache(const txc_cli_gen_flags *f, const char *command);
+/* The one line for an option getopt_long does not know or that lacks its
+ * value ("see txc COMMAND --help"); returns EXIT_ERROR. */
+int txc_cli_unknown_option(char **argv, const char *command);
 /* 1: `ch` was one of TXC_CLI_GEN_LONGOPTS and is recorded (--threads is
  * applied at once); -1: its value is bad (one line on stderr printed);
  * 0: not one of them. */

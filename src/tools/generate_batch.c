@@ -176,7 +176,7 @@ int txc_cli_generate_file(txc_model *model, const txc_tokenizer *tok, const txc_
             !(rows[i].detok = txc_detok_stream_new(tok, true))) {
             char what[64];
             snprintf(what, sizeof what, "prompt %zu", i + 1);
-            rc = txc_cli_fail(what);
+            rc = txc_cli_fail_in(what);
         } else if (rows[i].n_ids == 0) {
             fprintf(stderr, "txc: prompt %zu encodes to no tokens (the tokenizer adds no BOS)\n", i + 1);
             rc = EXIT_ERROR;
@@ -216,7 +216,7 @@ int txc_cli_generate_file(txc_model *model, const txc_tokenizer *tok, const txc_
                 txc_batch_add(b, &q, &s) != TXC_OK) {
                 char what[64];
                 snprintf(what, sizeof what, "prompt %zu", next + 1);
-                rc = rows[next].out ? txc_cli_fail(what) : (fprintf(stderr, "txc: out of memory\n"), EXIT_ERROR);
+                rc = rows[next].out ? txc_cli_fail_in(what) : (fprintf(stderr, "txc: out of memory\n"), EXIT_ERROR);
                 break;
             }
             slot_row[s] = (int)next;

@@ -91,12 +91,7 @@ int txc_cmd_serve(int argc, char **argv)
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "m:L:vh", longopts, NULL)) != -1) {
-        if (optarg && optarg[0] == '-' && optarg[1] == '-') {
-            fprintf(stderr, "txc: %s needs a value (got the option '%s')\n",
-                    optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1], optarg);
-            return EXIT_ERROR;
-        }
-        int taken = txc_cli_gen_option(&gf, ch, optarg);
+        int taken = txc_cli_gen_getopt(&gf, ch, argv, false);
         if (taken < 0)
             return EXIT_ERROR;
         if (taken)
@@ -158,15 +153,14 @@ int txc_cmd_serve(int argc, char **argv)
             break;
         case 'v': so.verbose = true; break;
         case 'h': usage_serve(stdout); return 0;
-        default:
-            fprintf(stderr, "txc: option '%s' is unknown or needs a value (see txc serve --help)\n", argv[optind - 1]);
-            return EXIT_ERROR;
+        default: return txc_cli_unknown_option(argv, "serve");
         }
     }
     if (optind < argc) {
         fprintf(stderr, "txc: unexpected argument '%s' (see txc serve --help)\n", argv[optind]);
         return EXIT_ERROR;
     }
+    txc_cli_note_no_compile_cache(&gf, "serve");
     /* SIGINT/SIGTERM are taken by this thread alone (sigwait): blocked
      * before any thread starts (the model's thread pool, the server's), as
      * every thread inherits the mask. */

@@ -183,12 +183,7 @@ static int cmd_generate(int argc, char **argv)
     int ch;
     while ((ch = getopt_long(argc, argv, "m:p:n:c:L:vh", longopts, NULL)) != -1) {
         /* "--cache --max-new-tokens 3": the next option was taken as the value */
-        if (optarg && optarg[0] == '-' && optarg[1] == '-' && ch != 'p' && ch != OPT_STOP) {
-            fprintf(stderr, "txc: %s needs a value (got the option '%s')\n",
-                    optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1], optarg);
-            return EXIT_ERROR;
-        }
-        int taken = txc_cli_gen_option(&gf, ch, optarg);
+        int taken = txc_cli_gen_getopt(&gf, ch, argv, ch == 'p' || ch == OPT_STOP);
         if (taken < 0)
             return EXIT_ERROR;
         if (taken)
@@ -229,10 +224,7 @@ static int cmd_generate(int argc, char **argv)
             sc.stop[sc.n_stop++] = optarg;
             break;
         case 'h': usage_generate(stdout); return 0;
-        default:
-            fprintf(stderr, "txc: option '%s' is unknown or needs a value (see txc generate --help)\n",
-                    argv[optind - 1]);
-            return EXIT_ERROR;
+        default: return txc_cli_unknown_option(argv, "generate");
         }
     }
     if (optind < argc) {
@@ -294,6 +286,7 @@ static int cmd_generate(int argc, char **argv)
         txc_cli_batch_args ba = {.prompt_file = prompt_file, .batch_size = batch_size, .max_cache_len = max_cache_len,
                                  .json = json, .verbose = verbose, .max_new_tokens = max_new_tokens, .gcfg = &gcfg,
                                  .stop = sc.stop, .n_stop = sc.n_stop};
+        txc_cli_note_no_compile_cache(&gf, "generate --prompt-file");
         if (verbose)
             txc_cli_print_load(stderr, model, load_ms);
         rc = txc_cli_generate_file(model, tok, &opts, &ba);

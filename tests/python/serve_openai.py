@@ -23,6 +23,8 @@ def check(name, cond, detail=""):
 
 models = client.models.list()
 check("models.list", [m.id for m in models.data] == [model], models)
+m = client.models.retrieve(model)
+check("models.retrieve", m.id == model and m.object == "model", m)
 
 r = client.completions.create(model=model, prompt="Once upon a time", max_tokens=30, temperature=0)
 check("completions.create: txc generate's text", r.choices[0].text == want_text, repr(r.choices[0].text))
@@ -91,6 +93,7 @@ def raises(name, exc, fn):
 raises("temperature 5", openai.BadRequestError,
        lambda: client.completions.create(model=model, prompt="x", temperature=5))
 raises("unknown model", openai.NotFoundError, lambda: client.completions.create(model="nope", prompt="x"))
+raises("models.retrieve of another model", openai.NotFoundError, lambda: client.models.retrieve("nope"))
 bad = OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="wrong", max_retries=0)
 raises("wrong API key", openai.AuthenticationError, lambda: bad.models.list())
 raises("prompt longer than the context", openai.BadRequestError,

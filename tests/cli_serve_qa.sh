@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# txc serve as a new OpenAI-API user meets it: one server-sent event per
+# generated token (not what piled up since the last write), a temperature
+# too small to divide float32 logits by (OpenAI's range allows it: greedy,
+# its limit, never an error after a stream's 200), error objects that are
+# UTF-8 JSON when the request's bytes are not (a URL, a model name), and
+# GET /v1/models/{model} (the openai client's models.retrieve), a request
+# that must arrive whole within --timeout (a client trickling a byte at a
+# time is closed), and a note for the compile-cache flags the batch does
+# not use. The servers listen on 127.0.0.1 on a free port (--port 0).
+set -u
+TXC=${TXC_BIN:?set by ctest}
+SHARED=${TXC_SHARED_DIR:?set by ctest}
+MODEL=$SHARED/models/stories260K
+command -v curl >/dev/null || { echo "curl is missing: skipped"; exit 77; }
+command -v python3 >/dev/null || { echo "python3 is missing: skipped"; exit 77; }
+tmp=$(mktemp -d)
+PID=
+trap 'serve_kill_all; rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib_cli.sh" # pass/fail, ok, bad
+. "$(dirname "$0")/lib_serve.sh" # serve_start, serve_stop_ok
+
+# stories260K with Mistral-Instruct's template beside its files (as tests/cli_serve.sh)
+model_links "$tmp/stories260K"
+mistral_template "$tmp/stories260K"
+serve_start main --model "$tmp/stories260K" --parallel 2 --max-cache-len 256 --no-compile-cache || exit 1
+U=http://127.0.0.1:$PORT
+# py FILE EXPR: EXPR over the JSON text of FILE decoded as UTF-8 (strictly)
+py() { python3 -c 'import json,sys; d=json.loads(open(sys.argv[1], "rb").read().decode("utf-8")); print(eval(sys.argv[2]))' "$1" "$2" 2>&1; }
+
+# --- one event per token ----------------------------------------------------------------
+# With logprobs every token is an event of its own (an EOS adds no text but
+# has its logprob); without, every token that adds text is; then the
+# finish_reason chunk, the usage chunk, [DONE].
+for n in 40 100; do
+  for lp in '"logprobs": 0,' ''; do
+    curl -sN "$U/v1/completions" -d "{\"prompt\": \"Once upon a time\", \"max_tokens\": $n, \"temperature\": 0, \"ignore_eos\": true,
+      $lp \"stream\": true, \"stream_options\": {\"include_usage\": true}}" >"$tmp/sse${lp:+-lp}"
+  done
+  got=$(python3 -c '
+import json, sys
+def events(f):
+    ev = [json.loads(e[6:]) for e in open(f).read().split("\n\n") if e.startswith("data: {")]
+    assert ev[-1]["choices"] == [] and ev[-2]["choices"][0]["finish_reason"] == "length"
+    assert ev[-2]["choices"][0]["text"] == "", ev[-2]
+    return ev[-1]["usage"]["completion_tokens"], [c["choices"][0] for c in ev[:-2]]
+n, lp = events(sys.argv[1] + "-lp")
+m, plain = events(sys.argv[1])
+assert all(c["finish_reason"] is None for c in lp + plain)
+assert all(len(c["logprobs"]["tokens"]) == 1 for c in lp), "an event with several tokens"
+pieces = [c["logprobs"]["tokens"][0] for c in lp]
+assert [c["text"] for c in lp] == pieces
+assert [c["text"] for c in plain] == [p for p in pieces if p], "not one event per token that adds text"
+print(n, m, len(lp))
+' "$tmp/sse" 2>&1)
+  [ "$got" = "$n $n $n" ] && ok "$n tokens streamed: $n events (logprobs), one per token that adds text (plain)" \
+    || bad "$n tokens streamed: $got"
+done
+curl -sN "$U/v1/chat/completions" -d '{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 12, "temperature": 0,
+  "ignore_eos": true, "stream": true, "logprobs": true}' >"$tmp/sse"
+got=$(python3 -c '
+import json, sys
+ev = [json.loads(e[6:]) for e in open(sys.argv[1]).read().split("\n\n") if e.startswith("data: {")]
+tok = [c for c in ev if c["choices"][0]["finish_reason"] is None]
+print(len(tok), all(len(c["choices"][0]["logprobs"]["content"]) == 1 for c in tok), ev[0]["choices"][0]["delta"]["role"])
+' "$tmp/sse" 2>&1)
+[ "$got" = "12 True assistant" ] && ok "chat, 12 tokens streamed with logprobs: 12 events of one token each" \
+  || bad "chat stream events: $got"
+
+# --- a temperature below 1e-30: greedy ------------------------------------------------------
+greedy=$(curl -s "$U/v1/completions" -d '{"prompt": "Once upon a time", "max_tokens": 8, "temperature": 0}')
+printf '%s' "$greedy" >"$tmp/g"
+want=$(py "$tmp/g" "d['choices'][0]['text']")
+for t in 1e-320 1e-31; do
+  code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/completions" -d "{\"prompt\": \"Once upon a time\", \"max_tokens\": 8, \"temperature\": $t, \"seed\": 1}")
+  [ "$code" = 200 ] && [ "$(py "$tmp/b" "d['choices'][0]['text']")" = "$want" ] && ok "temperature $t: greedy's text" \
+    || bad "temperature $t: $code $(cat "$tmp/b")"
+  curl -sN "$U/v1/completions" -d "{\"prompt\": \"Once upon a time\", \"max_tokens\": 8, \"temperature\": $t, \"stream\": true}" >"$tmp/sse"
+  got=$(python3 -c '
+import json, sys
+ev = [json.loads(e[6:]) for e in open(sys.argv[1]).read().split("\n\n") if e.startswith("data: {")]
+print("error" if any("error" in c for c in ev) else "".join(c["choices"][0]["text"] for c in ev))' "$tmp/sse")
+  [ "$got" = "$want" ] && ok "temperature $t streamed: greedy's text, no error event" || bad "temperature $t streamed: '$got'"
+done
+
+# --- error objects are UTF-8 JSON ------------------------------------------------------------
+code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/%ff%fe/x")
+got=$(py "$tmp/b" "d['error']['code'] + ' ' + d['error']['message']")
+[ "$code" = 404 ] && [[ $got == "unknown_url Unknown request URL: GET /v1/"$'\xef\xbf\xbd\xef\xbf\xbd'"/x" ]] \
+  && ok "unknown URL with bytes that are not UTF-8: 404, U+FFFD in the message" || bad "non-UTF-8 URL: $code $got"
+code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/completions" --data-binary $'{"model": "m\xff", "prompt": "x"}')
+[ "$code" = 400 ] && [ "$(py "$tmp/b" "d['error']['param']")" = model ] && ok "model name not UTF-8: 400, param model" \
+  || bad "non-UTF-8 model: $code $(py "$tmp/b" d)"
+long=$(python3 -c 'print("\u00e9" * 300)') # a 2-byte character cut by the message's %.200s
+code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/completions" -d "{\"model\": \"x$long\", \"prompt\": \"x\"}")
+[ "$code" = 404 ] && [[ $(py "$tmp/b" "d['error']['code']") == model_not_found ]] \
+  && ok "a long model name cut in a character: 404, the message UTF-8" || bad "cut model name: $code $(py "$tmp/b" d)"
+
+# --- fields that would change the output and are not implemented: 400 naming them ---------
+for f in '"logit_bias": {"50": 100}|logit_bias' '"response_format": {"type": "json_object"}|response_format' \
+  '"tools": [{"type": "function", "function": {"name": "f"}}]|tools' '"functions": [{"name": "f"}]|functions'; do
+  code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/chat/completions" \
+    -d "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 2, ${f%|*}}")
+  [ "$code" = 400 ] && [ "$(py "$tmp/b" "d['error']['param']")" = "${f#*|}" ] && ok "${f#*|} given: 400 naming it" \
+    || bad "${f#*|}: $code $(cat "$tmp/b")"
+done
+for f in '"logit_bias": {}' '"response_format": {"type": "text"}' '"tools": []' '"logit_bias": null' '"user": "u1"'; do
+  code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/chat/completions" \
+    -d "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 2, $f}")
+  [ "$code" = 200 ] && ok "$f: accepted (changes nothing)" || bad "$f: $code $(cat "$tmp/b")"
+done
+
+# --- GET /v1/models/{model} ------------------------------------------------------------------
+code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/models/stories260K")
+[ "$code" = 200 ] && [ "$(py "$tmp/b" "d['id'] + ' ' + d['object']")" = "stories260K model" ] && ok "GET /v1/models/stories260K" \
+  || bad "models/ID: $code $(cat "$tmp/b")"
+code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/models/gpt-4")
+[ "$code" = 404 ] && [ "$(py "$tmp/b" "d['error']['code'] + ' ' + d['error']['param']")" = "model_not_found model" ] \
+  && ok "GET /v1/models/gpt-4: 404 model_not_found" || bad "models/other: $code $(cat "$tmp/b")"
+code=$(curl -s -o "$tmp/b" -w '%{http_code}' -X DELETE "$U/v1/models/stories260K")
+[ "$code" = 405 ] && ok "DELETE /v1/models/stories260K: 405" || bad "DELETE models/ID: $code"
+serve_stop_ok main
+
+# --- a request must arrive whole within --timeout: a client that trickles bytes is closed ----
+serve_start slow --model "$MODEL" --timeout 2 --no-compile-cache || exit 1
+python3 - "$PORT" >"$tmp/slow" 2>&1 <<'PY'
+import json, socket, sys, time
+port = int(sys.argv[1])
+def trickle(req, gap):
+    # one byte every `gap` s (each well inside the idle timeout): when is it closed?
+    s = socket.create_connection(("127.0.0.1", port))
+    t0 = time.monotonic()
+    try:
+        for ch in req:
+            s.sendall(bytes([ch]))
+            time.sleep(gap)
+            if time.monotonic() - t0 > 15:
+                return "open after 15 s"
+        return "answered"
+    except OSError:
+        return "closed %.1f" % (time.monotonic() - t0)
+a = trickle(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100, 0.2)
+body = json.dumps({"prompt": "x" * 120, "max_tokens": 2}).encode()
+b = trickle(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body, 0.1)
+for r in (a, b):
+    assert r.startswith("closed") and 1.5 < float(r.split()[1]) < 4.5, (a, b)
+# requests on one kept-alive connection 1.5 s apart: each in time, each answered
+s = socket.create_connection(("127.0.0.1", port))
+for i in range(3):
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert s.recv(300).startswith(b"HTTP/1.1 200"), i
+    time.sleep(1.5)
+print(a, b)
+PY
+[ $? -eq 0 ] && ok "headers or a body trickled past --timeout 2: closed ($(cat "$tmp/slow") s); kept-alive requests in time answered" \
+  || bad "request deadline: $(cat "$tmp/slow")"
+serve_stop_ok slow
+
+# --- flags the batch does not use are said so, once ----------------------------------------
+serve_start cc --model "$MODEL" --compile-cache "$tmp/cc" || exit 1
+grep -q "^txc serve: note: --compile-cache and --compile-cache-max-mb are not used here" "$tmp/cc.err" \
+  && ok "serve --compile-cache DIR: a note that it is not used" || bad "serve --compile-cache: $(cat "$tmp/cc.err")"
+serve_stop_ok cc
+printf 'Once upon a time\n' >"$tmp/p.txt"
+"$TXC" generate --model "$MODEL" --prompt-file "$tmp/p.txt" --max-new-tokens 3 --compile-cache-max-mb 5 >"$tmp/o" 2>"$tmp/e"
+[ $? -eq 0 ] && [ "$(grep -c 'note: --compile-cache' "$tmp/e")" = 1 ] && [ -s "$tmp/o" ] \
+  && ok "generate --prompt-file --compile-cache-max-mb: runs, one note" || bad "generate --prompt-file note: $(cat "$tmp/e")"
+"$TXC" generate --model "$MODEL" --prompt-file "$tmp/p.txt" --max-new-tokens 3 --no-compile-cache >"$tmp/o" 2>"$tmp/e"
+[ $? -eq 0 ] && [ ! -s "$tmp/e" ] && ok "generate --prompt-file --no-compile-cache: no note" || bad "no-compile-cache: $(cat "$tmp/e")"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
