@@ -317,6 +317,7 @@ static int cmd_generate(int argc, char **argv)
         fflush(stdout);
         rc = txc_cli_fail("generate");
     } else {
+        txc_cli_warn_compile_cache(gen);
         const char *piece;
         size_t n;
         if (!sc.stopped && txc_detok_stream_flush(sc.detok, &piece, &n) == TXC_OK)
