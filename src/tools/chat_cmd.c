@@ -165,7 +165,6 @@ static int chat_turn(chat *c, int turn)
     opts->on_token = put_token;
     opts->ctx = &st;
     txc_status s = txc_generator_session_run(c->sess, ids, (int64_t)n_ids, opts, &res);
-    txc_cli_warn_compile_cache(c->gen);
     if (s == TXC_ERR_CAPACITY) {
         /* the sequence holds at most max_cache_len (static) or
          * max_position_embeddings tokens, a reply included */
@@ -200,6 +199,7 @@ static int chat_turn(chat *c, int turn)
         rc = EXIT_ERROR;
         goto out;
     }
+    txc_cli_warn_compile_cache(c->gen); /* after the reply's line */
     /* The reply as the next turn's assistant message: its text without the
      * special tokens (the eos id), as decode(skip_special_tokens=True). */
     if (txc_tokenizer_decode(tok, res.new_ids, (size_t)res.n_new, true, &reply, &reply_len) != TXC_OK ||

@@ -317,7 +317,6 @@ static int cmd_generate(int argc, char **argv)
         fflush(stdout);
         rc = txc_cli_fail("generate");
     } else {
-        txc_cli_warn_compile_cache(gen);
         const char *piece;
         size_t n;
         if (!sc.stopped && txc_detok_stream_flush(sc.detok, &piece, &n) == TXC_OK)
@@ -329,6 +328,7 @@ static int cmd_generate(int argc, char **argv)
             fprintf(stderr, "txc: writing the output failed\n");
             rc = EXIT_ERROR;
         }
+        txc_cli_warn_compile_cache(gen); /* after the text's line */
         if (!sc.stopped && res.stop_reason && (strcmp(res.stop_reason, "max_cache_len") == 0 ||
                                                strcmp(res.stop_reason, "max_position_embeddings") == 0)) {
             /* a cache already at max_position_embeddings cannot grow: no advice to raise it */
