@@ -65,6 +65,10 @@ CONVERSATIONS = [
                     m("tool", "22C"), m("assistant", "Sunny, 22C."), m("user", "Thanks")]),
     ("multiple_systems", [m("system", "First rule."), m("system", "Second rule."), m("user", "Go")]),
     ("special_token_text", [m("user", "text with <s> and </s> inside")]),
+    # a message without a "content" key (an assistant turn of tool calls, as
+    # transformers passes it): some templates render it, others fail on it
+    ("no_content", [{"role": "user"}]),
+    ("assistant_no_content", [m("user", "Weather?"), {"role": "assistant"}, m("user", "Thanks")]),
 ]
 KWARGS = [
     ("", {}),
@@ -260,6 +264,15 @@ JINJA = [
      {"d": {}}),
     ("concat_types", "{{ 1 ~ 2.5 ~ true ~ [1] ~ {'a': 'b'} }}", {}),
     ("int_edge", "{{ -7 // -2 }} {{ 7 % -3 }} {{ 2 ** 62 }} {{ 0 ** 0 }} {{ (-2) ** 3 }} {{ -2 ** 2 }} {{ 1 - -1 }}", {}),
+    # INT64_MIN is a literal (2^63 negated); exact results where 64 bits hold them
+    ("int64_min", "{{ -9223372036854775808 }} {{ - 9223372036854775808 }} {{ -(9223372036854775808) }} "
+                  "{{ -9223372036854775808 + 1 }} {{ -9223372036854775808 is number }} "
+                  "{{ -9223372036854775808 // 1 }} {{ -9223372036854775808 % -1 }} {{ [1, 2][-9223372036854775808:] }} "
+                  "{{ 9223372036854775807 }} {{ -9223372036854775807 - 1 }}", {}),
+    ("attribute_index_past_64_bits",
+     "{{ ([{9223372036854775807: 'x'}] | map(attribute='99999999999999999999') | first) is defined }}", {}),
+    ("zero_to_negative_power", "{{ 0 ** -1 }}", {}),
+    ("float_power_overflow", "{{ 10.0 ** 400 }}", {}),
     ("whitespace_only_lines", "{% if true %}\n\t  \n{% endif %}\n{% for i in [1,2] %}  {{ i }}  \n{% endfor %}", {}),
     ("string_split_empty", "{{ 'abc'.split('') }}", {}),
     ("loop_scope", "{% set x = 0 %}{% for i in [1, 2] %}{{ x }}{% set x = i %}{{ x }}{% endfor %}{{ x }}|"

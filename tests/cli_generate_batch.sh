@@ -61,6 +61,27 @@ if [ $? -eq 0 ] && grep -q "^batch: 6 prompts, 6 slots" "$tmp/err"; then ok "--v
 
 : >"$tmp/empty"
 expect_error "empty prompt file" "no prompt" "$TXC" generate --model "$MODEL" --prompt-file "$tmp/empty"
+# a FIFO is read as cat reads it: txc waits for a writer (it read a FIFO
+# without a writer as empty), then reads to the end; a writer that closes at
+# once gives the empty file's error. (timeouts: nothing may wait forever)
+mkfifo "$tmp/fifo"
+timeout 60 "$TXC" generate --model "$MODEL" --prompt-file "$tmp/fifo" --max-new-tokens 30 --max-cache-len 64 \
+  >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+sleep 2
+if kill -0 $pid 2>/dev/null; then waiting=yes; else waiting=no; fi
+timeout 30 sh -c "cat '$tmp/prompts' >'$tmp/fifo'"
+wait $pid
+rc=$?
+if [ $waiting = yes ] && [ $rc -eq 0 ] && cmp -s "$tmp/out" "$tmp/alone-greedy"; then
+  ok "--prompt-file FIFO: waits for its writer, reads every prompt"
+else
+  bad "--prompt-file FIFO: waiting $waiting, rc $rc: $(head -c 300 "$tmp/err")"
+fi
+(sleep 1 && timeout 30 sh -c ": >'$tmp/fifo'") &
+expect_error "--prompt-file FIFO whose writer writes nothing" "'$tmp/fifo' has no prompt" \
+  timeout 60 "$TXC" generate --model "$MODEL" --prompt-file "$tmp/fifo"
+wait
 expect_error "missing prompt file" "cannot read" "$TXC" generate --model "$MODEL" --prompt-file "$tmp/nope"
 expect_error "--batch-size 0" "batch-size" "$TXC" generate --model "$MODEL" --prompt-file "$tmp/prompts" --batch-size 0
 expect_error "--batch-size 33" "1 to 32" "$TXC" generate --model "$MODEL" --prompt-file "$tmp/prompts" --batch-size 33

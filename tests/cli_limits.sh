@@ -26,10 +26,44 @@ gen() { "$TXC" generate --model "$MODEL" --prompt "Once upon" --max-new-tokens 4
 touch "$tmp/afile"
 "$TXC" bench --model "$MODEL" --modes jit-static --new-tokens 2 --prompt-tokens 4 --compile-cache "$tmp/afile/c" \
   >/dev/null 2>"$tmp/e"
-if grep -q "could not be written" "$tmp/e" && ! grep -q "not usable" "$tmp/e"; then
+if grep -q "compiled plan was not saved" "$tmp/e" && ! grep -q "not usable" "$tmp/e"; then
   ok "cache under a regular file: nothing rejected"
 else
   bad "cache under a regular file: $(cat "$tmp/e")"
+fi
+# a compile cache that cannot be written: one warning line with the reason
+# (it was silent without --verbose); the run goes on, its plans in memory
+"$TXC" generate --model "$MODEL" --prompt "Once upon" --max-new-tokens 4 --greedy --no-compile-cache \
+  >"$tmp/want" 2>/dev/null
+cache_warning() { # cache_warning NAME REASON DIR: generate and chat with the cache in DIR
+  "$TXC" generate --model "$MODEL" --prompt "Once upon" --max-new-tokens 4 --greedy --compile-cache "$3" \
+    >"$tmp/o" 2>"$tmp/e"
+  local rc=$?
+  if [ $rc -eq 0 ] && [ "$(wc -l <"$tmp/e")" -eq 1 ] && cmp -s "$tmp/o" "$tmp/want" &&
+    grep -q "^txc: warning: compile cache: a compiled plan was not saved (.*$2.*); it is used in memory" "$tmp/e"; then
+    ok "generate, $1: one warning line, the same text"
+  else
+    bad "generate, $1: rc $rc: $(cat "$tmp/e")"
+  fi
+  printf 'Hi\nAgain\n' | "$TXC" chat --model "$tmp/m2" --max-new-tokens 3 --greedy --compile-cache "$3" \
+    >"$tmp/o" 2>"$tmp/e"
+  rc=$?
+  if [ $rc -eq 0 ] && [ "$(grep -c "compile cache" "$tmp/e")" -eq 1 ] && grep -q "was not saved (.*$2" "$tmp/e"; then
+    ok "chat, $1: one warning line in two turns"
+  else
+    bad "chat, $1: rc $rc: $(cat "$tmp/e")"
+  fi
+}
+mkdir "$tmp/m2"
+for f in config.json generation_config.json model.safetensors tokenizer.json tokenizer_config.json; do
+  ln -s "$MODEL/$f" "$tmp/m2/$f"
+done
+echo "{% for m in messages %}{{ m.role }}: {{ m.content }} {% endfor %}" >"$tmp/m2/chat_template.jinja"
+cache_warning "cache under a regular file" "Not a directory" "$tmp/afile/c"
+if [ "$(id -u)" -ne 0 ]; then # root writes anyway
+  mkdir "$tmp/ro" && chmod 555 "$tmp/ro"
+  cache_warning "read-only cache folder" "Permission denied" "$tmp/ro"
+  chmod 755 "$tmp/ro"
 fi
 # a FIFO where a plan file should be: skipped with a note, not a hang
 gen --compile-cache "$tmp/cc" >/dev/null 2>&1

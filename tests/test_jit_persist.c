@@ -460,6 +460,9 @@ static void test_unwritable(void **state)
     assert_string_equal(st.last_compile_source, "compiled");
     assert_non_null(strstr(msg, "plan not saved"));
     assert_null(strstr(msg, "recompiled"));
+    /* why the first plan was not written, kept for the caller's warning */
+    assert_non_null(strstr(st.cache_save_error, "cannot create the folder"));
+    assert_non_null(strstr(st.cache_save_error, "Not a directory"));
     /* a folder where the plan file should be: not readable as a plan, not replaceable */
     char plandir[8192];
     v = call(dir, x, w, 1, &n, &st, NULL, 0); /* learn the file name */

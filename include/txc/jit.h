@@ -107,6 +107,8 @@ typedef struct txc_jit_stats {
     uint64_t cache_rejects; /* files found for a key but not used (corrupt, stale, not a regular file):
                                recompiled, overwritten */
     uint64_t cache_errors;  /* plans that could not be written (e.g. a read-only folder); the calls succeeded */
+    char cache_save_error[1024]; /* why the first of them was not ("cannot write <file>: Permission denied",
+                                    cut to fit); "" when none */
     uint64_t cache_evictions; /* plan files deleted to keep the folder within its size cap */
     double trace_ms;        /* the part of compile_ms spent tracing */
     const char *last_compile_source; /* of the last plan made: "compiled", "loaded from cache"; "" before any */

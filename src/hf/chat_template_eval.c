@@ -27,7 +27,11 @@ ct_value *ct_eval(rctx *c, const ct_node *e)
 {
     tick(c, 1, e->line);
     switch (e->kind) {
-    case E_CONST: return e->value;
+    case E_CONST:
+        if (e->op == 1) /* the literal 2^63 not negated (see the parser) */
+            ct_rfail(c, TXC_ERR_UNSUPPORTED, e->line,
+                     "integer literal 9223372036854775808 is larger than 64 bits (only its negation fits)");
+        return e->value;
     case E_NAME: return ct_lookup(c, e->name);
     case E_ATTR: return ct_getattr_v(c, ct_eval(c, e->a), e->name, e->line);
     case E_ITEM: {

@@ -3,6 +3,7 @@
  * hf/chat_template_render.h). */
 #include "hf/chat_template_render.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,8 +77,12 @@ static ct_value *attr_path(rctx *c, ct_value *item, ct_value *attr, int line)
         bool digits = pn > 0;
         for (size_t k = 0; k < pn; k++)
             digits = digits && part[k] >= '0' && part[k] <= '9';
-        ct_value *key = digits ? ct_mk_int(c, strtoll(ct_strndup(&c->ar, part, pn), NULL, 10)) : ct_mk_strn(c, part, pn);
-        v = ct_getitem_v(c, v, key, line);
+        errno = 0;
+        int64_t k = digits ? strtoll(ct_strndup(&c->ar, part, pn), NULL, 10) : 0;
+        if (digits && errno == ERANGE && v->kind != CT_UNDEF) /* no item has an index past 64 bits */
+            v = ct_mk_undef(c, "no item at an index that large");
+        else
+            v = ct_getitem_v(c, v, digits ? ct_mk_int(c, k) : ct_mk_strn(c, part, pn), line);
         i = e + 1;
         if (!dot)
             break;

@@ -97,7 +97,7 @@ typedef enum ct_node_kind {
     N_BODY,        /* body only ({% generation %}) */
     N_WITH,        /* names = variables, args = their values, body */
     /* expressions */
-    E_CONST,   /* value */
+    E_CONST,   /* value; op = 1: the integer literal 2^63 (value INT64_MIN), an error unless negated */
     E_NAME,    /* name */
     E_ATTR,    /* a . name */
     E_ITEM,    /* a [ b ] */

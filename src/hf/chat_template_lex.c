@@ -240,8 +240,14 @@ static size_t lex_tag(pctx *c, size_t i, bool block, int *line, bool *ends_nl)
                 t.t = T_INT;
                 errno = 0;
                 t.i = strtoll(buf, NULL, 10);
-                if (errno == ERANGE)
+                if (errno == ERANGE && strcmp(buf, "9223372036854775808") == 0) {
+                    /* 2^63: only negated (INT64_MIN) a 64-bit integer; the parser
+                     * folds "-" into it (T_INT with n = 1), else a render error */
+                    t.i = INT64_MIN;
+                    t.n = 1;
+                } else if (errno == ERANGE) {
                     ct_perr(c, TXC_ERR_UNSUPPORTED, *line, "integer literal %s is larger than 64 bits", buf);
+                }
             }
             i = k;
         } else if (ch == '\'' || ch == '"') {

@@ -115,6 +115,7 @@ ct_value *ct_getattr_v(rctx *c, ct_value *obj, const char *name, int line)
             ct_rfail(c, TXC_ERR_UNSUPPORTED, line, "loop.changed is not supported");
         return ct_mk_undef(c, "'LoopContext' object has no attribute '%s'", name);
     }
+    case CT_NONE: return ct_mk_undef(c, "'None' has no attribute '%s'", name); /* jinja2's object_type_repr */
     default: return ct_mk_undef(c, "'%s object' has no attribute '%s'", ct_type_name(obj), name);
     }
 }
@@ -474,6 +475,21 @@ ct_value *ct_call_value(rctx *c, ct_value *fn, const args *a, int line)
 }
 
 /* ---- arithmetic --------------------------------------------------------- */
+/* x ** y for a float result as Python's float.__pow__: no infinity from
+ * finite operands (OverflowError), no 0 ** negative (ZeroDivisionError), no
+ * complex result of a negative base (a complex number in Python) */
+static double py_pow(rctx *c, double x, double y, int line)
+{
+    if (x == 0.0 && y < 0.0)
+        ct_rfail(c, TXC_ERR_INVALID, line, "0.0 cannot be raised to a negative power");
+    if (x < 0.0 && isfinite(x) && isfinite(y) && y != floor(y))
+        ct_rfail(c, TXC_ERR_UNSUPPORTED, line, "a negative number to a fractional power is a complex number");
+    double r = pow(x, y);
+    if (isinf(r) && isfinite(x) && isfinite(y))
+        ct_rfail(c, TXC_ERR_INVALID, line, "(34, 'Numerical result out of range')");
+    return r;
+}
+
 ct_value *ct_arith(rctx *c, int op, ct_value *a, ct_value *b, int line)
 {
     if (a->kind == CT_UNDEF)
@@ -507,7 +523,7 @@ ct_value *ct_arith(rctx *c, int op, ct_value *a, ct_value *b, int line)
                 if (r != 0.0 && ((r < 0) != (y < 0)))
                     r += y;
                 break;
-            default: r = pow(x, y); break;
+            default: r = py_pow(c, x, y, line); break;
             }
             return ct_mk_float(c, r);
         }
@@ -537,7 +553,7 @@ ct_value *ct_arith(rctx *c, int op, ct_value *a, ct_value *b, int line)
             break;
         default:
             if (y < 0)
-                return ct_mk_float(c, pow((double)x, (double)y));
+                return ct_mk_float(c, py_pow(c, (double)x, (double)y, line));
             r = 1;
             for (int64_t k = 0; k < y && !ovf; k++) {
                 ovf = __builtin_mul_overflow(r, x, &r);

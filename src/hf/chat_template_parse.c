@@ -187,9 +187,10 @@ static ct_node *parse_primary(pctx *c)
         c->pos++;
         nd = node(c, E_CONST, t->line);
         nd->value = const_val(c, t->t == T_INT ? CT_INT : CT_FLOAT);
-        if (t->t == T_INT)
+        if (t->t == T_INT) {
             nd->value->i = t->i;
-        else
+            nd->op = t->n == 1; /* the literal 2^63 (value INT64_MIN): valid only negated */
+        } else
             nd->value->f = t->f;
         return nd;
     case T_OP:
@@ -298,6 +299,7 @@ static ct_node *parse_postfix(pctx *c, ct_node *nd)
                 it->b = node(c, E_CONST, t->line);
                 it->b->value = const_val(c, CT_INT);
                 it->b->value->i = cur(c)->i;
+                it->b->op = cur(c)->n == 1; /* x.9223372036854775808: 2^63, a render error */
                 c->pos++;
                 nd = it;
                 continue;
@@ -404,6 +406,10 @@ static ct_node *parse_unary(pctx *c, bool with_filter)
         c->pos++;
         nd = node(c, is_op(t, "-") ? E_NEG : E_POS, t->line);
         nd->a = parse_unary(c, false);
+        if (nd->kind == E_NEG && nd->a->kind == E_CONST && nd->a->op == 1) { /* -9223372036854775808 */
+            nd = nd->a;
+            nd->op = 0;
+        }
     } else {
         nd = parse_primary(c);
     }

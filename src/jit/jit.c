@@ -523,6 +523,9 @@ static txc_plan *compile(txc_jit *jit, txc_tensor *const *in, int n, const void 
         if (!cached) {
             jit->stats.cache_errors++;
             snprintf(jit->cache_msg, sizeof jit->cache_msg, "compile cache: the folder's path is too long");
+            if (!jit->stats.cache_save_error[0])
+                snprintf(jit->stats.cache_save_error, sizeof jit->stats.cache_save_error,
+                         "the folder's path is too long");
         }
     }
     txc_plan *p = cached ? load_cached(jit, path, key, g, in, n) : NULL;
@@ -570,6 +573,12 @@ static txc_plan *compile(txc_jit *jit, txc_tensor *const *in, int n, const void 
                 jit->stats.cache_errors++;
                 snprintf(jit->cache_msg + l, sizeof jit->cache_msg - l, "%scompile cache: plan not saved: %s",
                          l ? "; " : "", why);
+                if (!jit->stats.cache_save_error[0]) { /* the first reason, cut to fit */
+                    size_t k = strlen(why), cap = sizeof jit->stats.cache_save_error;
+                    k = k < cap ? k : cap - 1;
+                    memcpy(jit->stats.cache_save_error, why, k);
+                    jit->stats.cache_save_error[k] = '\0';
+                }
             }
         }
     }

@@ -525,10 +525,9 @@ static txc_status run_mode(txc_model *model, const bench_mode *mode, const int32
                 if (js.cache_rejects) /* not errors of the run: said, not returned */
                     fprintf(stderr, "txc: compile cache: %llu %s plan file(s) in %s not usable (corrupt, stale, or not a regular file), recompiled\n",
                             (unsigned long long)js.cache_rejects, w ? "decode" : "prefill", cache_dir);
-                if (js.cache_errors)
-                    fprintf(stderr, "txc: compile cache: %llu %s plan(s) could not be written to %s\n",
-                            (unsigned long long)js.cache_errors, w ? "decode" : "prefill", cache_dir);
             }
+        if (mode->jit) /* a plan not written: one warning line in the run, with the reason */
+            txc_cli_warn_compile_cache(gen);
         if (profile && mode->jit) {
             txc_jit_op_time all[64];
             int n = txc_generator_jit_profile(gen, 1, all, 64);

@@ -114,6 +114,7 @@ typedef struct chat {
     const txc_chat_template *tpl;
     const txc_tokenizer *tok;
     txc_generator_session *sess;
+    const txc_generator *gen; /* the session's */
     txc_cache_kind cache;
     txc_generate_options opts;
     const txc_generation_config *gcfg;
@@ -198,6 +199,7 @@ static int chat_turn(chat *c, int turn)
         rc = EXIT_ERROR;
         goto out;
     }
+    txc_cli_warn_compile_cache(c->gen); /* after the reply's line */
     /* The reply as the next turn's assistant message: its text without the
      * special tokens (the eos id), as decode(skip_special_tokens=True). */
     if (txc_tokenizer_decode(tok, res.new_ids, (size_t)res.n_new, true, &reply, &reply_len) != TXC_OK ||
@@ -330,7 +332,7 @@ int txc_cmd_chat(int argc, char **argv)
     int rc = 0;
     txc_generator *gen = txc_cli_generator_new(model, &gf, opts.jit);
     txc_generator_session *sess = gen ? txc_generator_session_new(gen, cache, max_cache_len) : NULL;
-    chat c = {.tpl = tpl, .tok = tok, .sess = sess, .cache = cache, .opts = opts, .gcfg = &gcfg,
+    chat c = {.tpl = tpl, .tok = tok, .sess = sess, .gen = gen, .cache = cache, .opts = opts, .gcfg = &gcfg,
               .max_new_flag = max_new_tokens, .default_max_new = default_max_new,
               .max_positions = txc_model_max_positions(model), .verbose = verbose};
     if (!sess)

@@ -338,6 +338,20 @@ txc_generator *txc_cli_generator_new(txc_model *model, txc_cli_gen_flags *f, boo
     return gen;
 }
 
+void txc_cli_warn_compile_cache(const txc_generator *gen)
+{
+    static bool warned; /* once per process: every later plan fails alike */
+    for (int w = 0; gen && w < 2 && !warned; w++) {
+        txc_jit_stats js = txc_generator_jit_stats(gen, w);
+        if (js.cache_errors) {
+            fprintf(stderr, "txc: warning: compile cache: a compiled plan was not saved (%s); it is used in memory for "
+                            "this run only\n",
+                    *js.cache_save_error ? js.cache_save_error : "unknown reason");
+            warned = true;
+        }
+    }
+}
+
 int64_t txc_cli_max_new_tokens(int64_t flag, const txc_generation_config *g, int64_t n_prompt, int64_t fallback)
 {
     if (flag > 0)
@@ -435,7 +449,9 @@ char *txc_cli_read_prompt(const char *flag, const char *path, size_t max_bytes, 
 {
     const bool is_stdin = strcmp(path, "-") == 0;
     const char *name = is_stdin ? "stdin" : path;
-    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    /* a blocking open, as cat's: a FIFO is read once a writer has opened it
+     * (a non-blocking open read a FIFO without a writer as empty) */
+    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         fprintf(stderr, "txc: %s: cannot read %s: %s\n", flag, name, errno == EBADF && is_stdin ? "it is closed"
@@ -450,8 +466,6 @@ char *txc_cli_read_prompt(const char *flag, const char *path, size_t max_bytes, 
             close(fd);
         return NULL;
     }
-    if (!is_stdin) /* a FIFO opened without blocking: reads block again */
-        (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap + 1);
     bool failed = !buf, too_large = false;

@@ -181,6 +181,11 @@ void txc_cli_gen_flags_apply(txc_cli_gen_flags *f, txc_generate_options *o);
 /* A generator over `model` saving/loading plans in the compile cache the
  * flags name (when `jit`); NULL on error (recorded). */
 txc_generator *txc_cli_generator_new(txc_model *model, txc_cli_gen_flags *f, bool jit);
+/* After a generation: when a compiled plan of `gen` could not be written to
+ * the compile cache (a read-only folder or file system, a path under a
+ * regular file...), one warning line on stderr saying so and why, the first
+ * time in the process only (the plan works in memory; the run goes on). */
+void txc_cli_warn_compile_cache(const txc_generator *gen);
 /* --max-new-tokens when given (> 0), else generation_config.json's
  * max_new_tokens, else its max_length minus the prompt (at least 1; the
  * prompt counts, as in transformers), else `fallback`. */
@@ -221,7 +226,10 @@ void txc_cli_name_hole(const txc_tokenizer *tok, int32_t id);
  * final newline dropped (as llama.cpp's --file), NUL-terminated, malloc'd;
  * *len its length. NULL (one line on stderr naming the flag and the file)
  * when it cannot be opened or read, is a directory (or a closed stdin), is
- * larger than max_bytes, or is not UTF-8 text (txc_cli_text_ok). */
+ * larger than max_bytes, or is not UTF-8 text (txc_cli_text_ok). A FIFO
+ * is a file like any other, read as cat reads it: the open waits for a
+ * writer, the read goes on to its end of file (a writer that writes nothing
+ * gives the empty text). */
 char *txc_cli_read_prompt(const char *flag, const char *path, size_t max_bytes, size_t *len);
 
 #endif

@@ -321,6 +321,7 @@ static int cmd_generate(int argc, char **argv)
             fprintf(stderr, "txc: writing the output failed\n");
             rc = EXIT_ERROR;
         }
+        txc_cli_warn_compile_cache(gen); /* after the text's line */
         if (!sc.stopped && res.stop_reason && (strcmp(res.stop_reason, "max_cache_len") == 0 ||
                                                strcmp(res.stop_reason, "max_position_embeddings") == 0)) {
             /* a cache already at max_position_embeddings cannot grow: no advice to raise it */
