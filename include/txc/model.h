@@ -122,7 +122,8 @@ typedef struct txc_model_options {
      * KV cache holds its kv heads); the logits are the whole vocabulary on
      * every rank. Errors: TXC_ERR_INVALID when the heads or the
      * intermediate size do not divide by the size (naming the sizes that
-     * work), TXC_ERR_UNSUPPORTED for gpt2 and phi3 and GGUF weights. */
+     * work), TXC_ERR_UNSUPPORTED for gpt2 and GGUF weights (phi3's fused qkv_proj /
+     * gate_up_proj are split block by block). */
     struct txc_mesh *tp_mesh;
 } txc_model_options;
 

@@ -185,8 +185,21 @@ static int64_t quant_first_nonfinite(const txc_st_tensor *t, int64_t *count, boo
  * aligned (txc_model_options.convert_dtype: converted once to its dtype);
  * 1-d parameters (norms, biases) are always float32 (tiny, and read by
  * elementwise ops whose results must stay float32). */
+static txc_status load_param_part(txc_model *m, const txc_safetensors *st, const char *name, int ndim,
+                                  const int64_t *shape, const char *why, int split, const char *part,
+                                  int64_t part_off, int64_t part_len, int *out);
 static txc_status load_param(txc_model *m, const txc_safetensors *st, const char *name, int ndim,
                              const int64_t *shape, const char *why, int split, int *out)
+{
+    return load_param_part(m, st, name, ndim, shape, why, split, NULL, 0, 0, out);
+}
+
+/* load_param; with `part` (tensor parallelism over a fused weight, Phi-3's
+ * qkv_proj / gate_up_proj): this rank's share of rows [part_off, part_off +
+ * part_len), a parameter named "<name>[<part>]". */
+static txc_status load_param_part(txc_model *m, const txc_safetensors *st, const char *name, int ndim,
+                                  const int64_t *shape, const char *why, int split, const char *part,
+                                  int64_t part_off, int64_t part_len, int *out)
 {
     *out = -1;
     const txc_st_tensor *t = find_tensor(st, name);
@@ -226,7 +239,12 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
         }
     }
     txc_array *arr;
-    if (split != TP_REPLICATED) { /* tensor parallelism: this rank's slice (models/tp.c) */
+    if (part) { /* a block of a fused weight: this rank's share of it */
+        txc_status ts = txc_tp_slice_rows(m, t, part_off, part_len, &arr);
+        if (ts)
+            return ts;
+        numel = numel / t->shape[0] * (part_len / m->tp_size);
+    } else if (split != TP_REPLICATED) { /* tensor parallelism: this rank's slice (models/tp.c) */
         txc_status ts = txc_tp_slice(m, t, split, &arr);
         if (ts)
             return ts;
@@ -266,7 +284,10 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
         return txc_last_status();
     w->sharding = txc_tp_sharding(m, split, ndim);
     param *p = &m->params[m->n_params];
-    snprintf(p->name, sizeof p->name, "%s", name);
+    if (part)
+        snprintf(p->name, sizeof p->name, "%s[%s]", name, part);
+    else
+        snprintf(p->name, sizeof p->name, "%s", name);
     p->tensor = w;
     *out = m->n_params++;
     return TXC_OK;
@@ -381,8 +402,23 @@ static txc_status load_layers(txc_model *m, const txc_safetensors *st)
                 continue;
             int n = role_shape(c, lp->role, false, lp->conv1d && !m->linear_layout, shape);
             snprintf(name, sizeof name, "%s.%lld.%s", a->layers, (long long)l, lp->name);
-            txc_status s = load_param(m, st, name, n, shape, why, txc_tp_split(m, lp->role, false),
-                                      &m->layer[l][lp->role]);
+            txc_status s;
+            if (m->tp_size > 1 && (lp->role == L_QKV || lp->role == L_GATE_UP)) {
+                /* fused: each block split alone (q|k|v, gate|up), one parameter each */
+                int64_t q = c->num_attention_heads * c->head_dim, kv = c->num_key_value_heads * c->head_dim;
+                int64_t I = c->intermediate_size;
+                bool qkv = lp->role == L_QKV;
+                static const char *const names[2][3] = {{"q", "k", "v"}, {"gate", "up", NULL}};
+                const int roles[2][3] = {{L_Q, L_K, L_V}, {L_GATE, L_UP, -1}};
+                const int64_t len[2][3] = {{q, kv, kv}, {I, I, 0}};
+                s = TXC_OK;
+                int64_t off = 0;
+                for (int k = 0; k < (qkv ? 3 : 2) && s == TXC_OK; off += len[!qkv][k], k++)
+                    s = load_param_part(m, st, name, n, shape, why, TP_ROWS, names[!qkv][k], off, len[!qkv][k],
+                                        &m->layer[l][roles[!qkv][k]]);
+            } else {
+                s = load_param(m, st, name, n, shape, why, txc_tp_split(m, lp->role, false), &m->layer[l][lp->role]);
+            }
             if (s)
                 return s;
         }
@@ -510,7 +546,8 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
                           (long long)c->num_hidden_layers, m->wfile, txc_safetensors_count(st));
     }
     if (s == TXC_OK) {
-        size_t max_params = (size_t)m->arch->n_global + (size_t)c->num_hidden_layers * (size_t)m->arch->n_layer;
+        /* (+ 3 per layer: under --tp a fused qkv_proj and gate_up_proj load as five parameters) */
+        size_t max_params = (size_t)m->arch->n_global + (size_t)c->num_hidden_layers * ((size_t)m->arch->n_layer + 3);
         m->params = calloc(max_params, sizeof *m->params);
         m->layer = malloc((size_t)c->num_hidden_layers * sizeof *m->layer);
         m->window = calloc((size_t)c->num_hidden_layers, sizeof *m->window);

@@ -209,6 +209,10 @@ int txc_tp_split(const txc_model *m, int role, bool global);
 /* This rank's slice of `t` (TP_ROWS: dim 0, zero copy when aligned;
  * TP_COLS: dim 1, copied). */
 txc_status txc_tp_slice(const txc_model *m, const txc_st_tensor *t, int split, txc_array **out);
+/* This rank's share of rows [row0, row0 + rows) of a 2-D `t` (a block of a
+ * fused weight), zero copy when aligned. */
+txc_status txc_tp_slice_rows(const txc_model *m, const txc_st_tensor *t, int64_t row0, int64_t rows,
+                             txc_array **out);
 /* The NamedSharding a split parameter carries (NULL: replicated). */
 const struct txc_sharding *txc_tp_sharding(const txc_model *m, int split, int ndim);
 /* After the load: the config's head and intermediate counts become this rank's. */

@@ -11,7 +11,9 @@
  * Each rank reads only its slices of the file: a colwise weight's rows are
  * one contiguous range of the mapping (zero copy), a rowwise weight's
  * columns are copied out row by row. Norms and o/down biases are
- * replicated. Where vocab_size does not divide by the size, the embedding
+ * replicated. Phi-3's fused qkv_proj / gate_up_proj are split block by
+ * block (this rank's q rows, k rows, v rows: three zero-copy ranges, three
+ * parameters), so the forward runs the unfused path. Where vocab_size does not divide by the size, the embedding
  * and lm_head are replicated (no gather).
  */
 #include "models/model_impl.h"
@@ -34,9 +36,9 @@ txc_status txc_tp_setup(txc_model *m, txc_mesh *mesh)
     if (n == 1)
         return TXC_OK;
     const txc_hf_config *c = &m->config;
-    if (m->arch == &txc_arch_gpt2 || strcmp(c->model_type, "phi3") == 0)
-        return txc_error(TXC_ERR_UNSUPPORTED, "--tp %lld: model_type '%s' is not tensor-parallel yet (its fused "
-                                              "projections; supported: llama, mistral, qwen2, qwen3, gemma, gemma2)",
+    if (m->arch == &txc_arch_gpt2)
+        return txc_error(TXC_ERR_UNSUPPORTED, "--tp %lld: model_type '%s' is not tensor-parallel yet (its Conv1D "
+                                              "weights; supported: llama, mistral, qwen2, qwen3, gemma, gemma2, phi3)",
                          (long long)n, c->model_type);
     struct { const char *name; int64_t v; } need[] = {
         {"num_attention_heads", c->num_attention_heads},
@@ -115,6 +117,24 @@ txc_status txc_tp_slice(const txc_model *m, const txc_st_tensor *t, int split, t
                 memcpy(dst + (size_t)i * part, src + (size_t)i * full, part);
         }
     }
+    return *out ? TXC_OK : txc_last_status();
+}
+
+txc_status txc_tp_slice_rows(const txc_model *m, const txc_st_tensor *t, int64_t row0, int64_t rows,
+                             txc_array **out)
+{
+    *out = NULL;
+    const int64_t n = m->tp_size;
+    if (txc_dtype_is_quantized(t->dtype) || t->ndim != 2 || rows % n || row0 < 0 || row0 + rows > t->shape[0])
+        return txc_error(TXC_ERR_FORMAT, "--tp %lld: tensor '%s': rows [%lld, %lld) do not split by %lld", (long long)n,
+                         t->name, (long long)row0, (long long)(row0 + rows), (long long)n);
+    const size_t row = txc_dtype_size(t->dtype) * (size_t)t->shape[1];
+    const int64_t mine = rows / n, shape[2] = {mine, t->shape[1]};
+    const size_t skip = (size_t)(row0 + m->tp_rank * mine) * row;
+    if (t->aligned)
+        *out = txc_array_from_storage(t->storage, t->byte_offset + skip, t->dtype, 2, shape);
+    else if ((*out = txc_array_new(txc_env_device(m->env), t->dtype, 2, shape)))
+        memcpy(txc_array_data(*out), (const char *)t->data + skip, (size_t)mine * row);
     return *out ? TXC_OK : txc_last_status();
 }
 
