@@ -11,8 +11,11 @@ export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader,tcp}
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_mpi_yield_when_idle=1
-# (the sanitizer build: Open MPI's own allocations at exit are not txc's leaks)
-export LSAN_OPTIONS=${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lsan_mpi.supp:print_suppressions=0
+# The sanitizer build under mpirun: no leak check (Open MPI unloads its
+# plugins at MPI_Finalize, so their allocations cannot be told from txc's
+# nor suppressed; txc's own paths are leak-checked by test_shard run alone).
+# Memory errors are still caught.
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 # mpirun -np N COMMAND...: the ranks' stdout and stderr as mpirun gives them
 mpi() {
   local n=$1
