@@ -112,6 +112,19 @@ typedef struct txc_model_options {
      * converted ones; the first found fails the load (TXC_ERR_FORMAT naming
      * the tensor and the element's index). Every page of the file is read. */
     bool check_tensors;
+    /* Tensor parallelism over the mesh's axis "tp" (txc/shard.h; NULL or
+     * size 1: none). Hugging Face's base_model_tp_plan: q/k/v, gate/up and
+     * lm_head colwise, o/down rowwise + all_reduce, the embedding
+     * vocab-parallel; this process loads only its slices (rows of a
+     * colwise weight zero copy from the mmap, columns of a rowwise one
+     * copied). Then txc_model_config's num_attention_heads,
+     * num_key_value_heads and intermediate_size are this rank's shares (its
+     * KV cache holds its kv heads); the logits are the whole vocabulary on
+     * every rank. Errors: TXC_ERR_INVALID when the heads or the
+     * intermediate size do not divide by the size (naming the sizes that
+     * work), TXC_ERR_UNSUPPORTED for gpt2 and GGUF weights (phi3's fused qkv_proj /
+     * gate_up_proj are split block by block). */
+    struct txc_mesh *tp_mesh;
 } txc_model_options;
 
 /* The config of the model at `path` without loading its weights: a folder's
@@ -139,6 +152,9 @@ txc_status txc_model_config_load(const char *path, txc_hf_config *out);
  *                       tensor dtypes other than f32/f16/bf16. */
 txc_status txc_model_load(const char *model_dir, const txc_model_options *opts, txc_model **out);
 void txc_model_free(txc_model *model);
+/* The tensor-parallel size and this process's rank along it (1, 0 without). */
+int64_t txc_model_tp_size(const txc_model *model);
+int64_t txc_model_tp_rank(const txc_model *model);
 /* What loading did with the weights (see txc_weights_info). */
 txc_weights_info txc_model_weights_info(const txc_model *model);
 

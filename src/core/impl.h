@@ -31,6 +31,9 @@ struct txc_tensor {
     int64_t offset;                /* in elements, from array->data */
     int64_t numel;
     int32_t value; /* while tracing: the value id in the graph; -1 for a concrete tensor */
+    /* shard/ (txc/shard.h): the NamedSharding this tensor is one
+     * addressable shard of (owned by its mesh); NULL: not sharded */
+    const struct txc_sharding *sharding;
 };
 
 /* Address of the first element of a tensor (for a block-quantized dtype,

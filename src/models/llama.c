@@ -13,6 +13,7 @@
 #include "models/model_impl.h"
 #include "txc/quant.h"
 #include "txc/gguf.h"
+#include "txc/shard.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -108,6 +109,9 @@ static const txc_arch decoder_archs[] = {
     DECODER("phi3", phi3_layer, NORM_RMS, false, true),
 };
 
+/* x + bias (a NULL bias: x). */
+static txc_tensor *add_bias(txc_tensor *x, txc_tensor *bias) { return bias ? txc_add(x, bias) : x; }
+
 static const txc_arch *find_arch(const char *model_type)
 {
     for (int i = 0; i < N(decoder_archs); i++)
@@ -181,8 +185,21 @@ static int64_t quant_first_nonfinite(const txc_st_tensor *t, int64_t *count, boo
  * aligned (txc_model_options.convert_dtype: converted once to its dtype);
  * 1-d parameters (norms, biases) are always float32 (tiny, and read by
  * elementwise ops whose results must stay float32). */
+static txc_status load_param_part(txc_model *m, const txc_safetensors *st, const char *name, int ndim,
+                                  const int64_t *shape, const char *why, int split, const char *part,
+                                  int64_t part_off, int64_t part_len, int *out);
 static txc_status load_param(txc_model *m, const txc_safetensors *st, const char *name, int ndim,
-                             const int64_t *shape, const char *why, int *out)
+                             const int64_t *shape, const char *why, int split, int *out)
+{
+    return load_param_part(m, st, name, ndim, shape, why, split, NULL, 0, 0, out);
+}
+
+/* load_param; with `part` (tensor parallelism over a fused weight, Phi-3's
+ * qkv_proj / gate_up_proj): this rank's share of rows [part_off, part_off +
+ * part_len), a parameter named "<name>[<part>]". */
+static txc_status load_param_part(txc_model *m, const txc_safetensors *st, const char *name, int ndim,
+                                  const int64_t *shape, const char *why, int split, const char *part,
+                                  int64_t part_off, int64_t part_len, int *out)
 {
     *out = -1;
     const txc_st_tensor *t = find_tensor(st, name);
@@ -226,12 +243,25 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
      * dequantize_row_*, txc/quant.h; what transformers does with a GGUF's torch_dtype), then
      * converted as a float weight is */
     bool dequant = quant && m->convert_dtype;
+    if (dequant && (part || split != TP_REPLICATED)) /* GGUF files are refused under --tp */
+        return txc_error(TXC_ERR_INVALID, "%s: tensor '%s': a block-quantized weight cannot be split for "
+                                          "tensor parallelism", m->wfile, name);
     if (dequant) {
         if ((arr = txc_array_new(txc_env_device(m->env), TXC_F32, t->ndim, t->shape)) &&
             txc_quant_dequantize(t->dtype, t->data, txc_array_data(arr), numel) != TXC_OK) {
             txc_array_release(arr);
             return txc_last_status();
         }
+    } else if (part) { /* a block of a fused weight: this rank's share of it */
+        txc_status ts = txc_tp_slice_rows(m, t, part_off, part_len, &arr);
+        if (ts)
+            return ts;
+        numel = numel / t->shape[0] * (part_len / m->tp_size);
+    } else if (split != TP_REPLICATED) { /* tensor parallelism: this rank's slice (models/tp.c) */
+        txc_status ts = txc_tp_slice(m, t, split, &arr);
+        if (ts)
+            return ts;
+        numel /= m->tp_size;
     } else if (t->aligned) { /* in place, zero copy */
         arr = txc_array_from_storage(t->storage, t->byte_offset, t->dtype, t->ndim, t->shape);
     } else if ((arr = txc_array_new(txc_env_device(m->env), t->dtype, t->ndim, t->shape))) {
@@ -242,16 +272,15 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
     txc_tensor *w = txc_tensor_wrap(m->env, arr);
     txc_array_release(arr);
     txc_dtype have = dequant ? TXC_F32 : t->dtype;
-    const void *have_data = w && dequant ? txc_tensor_data_ptr(w) : t->data;
     txc_dtype want = ndim == 1 ? TXC_F32 : m->convert_dtype ? m->weights_dtype : t->dtype;
     if (w && have != want) { /* converted once */
-        txc_tensor *c = txc_to_dtype(w, want);
+        txc_tensor *c = txc_to_dtype(w, want), *orig = w;
+        w = c;
         /* narrowed: did a finite value overflow to inf? */
         int64_t after = 0, before = 0;
-        if (c && want != TXC_F32 && txc_weights_first_nonfinite(txc_tensor_data_ptr(c), want, numel, &after, NULL) >= 0)
-            txc_weights_first_nonfinite(have_data, have, numel, &before, NULL);
-        txc_tensor_release(w);
-        w = c;
+        if (w && want != TXC_F32 && txc_weights_first_nonfinite(txc_tensor_data_ptr(w), want, numel, &after, NULL) >= 0)
+            txc_weights_first_nonfinite(txc_tensor_data_ptr(orig), have, numel, &before, NULL);
+        txc_tensor_release(orig);
         if (after > before) {
             if (m->check_tensors) {
                 txc_tensor_release(w);
@@ -267,8 +296,12 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
     }
     if (!w)
         return txc_last_status();
+    w->sharding = txc_tp_sharding(m, split, ndim);
     param *p = &m->params[m->n_params];
-    snprintf(p->name, sizeof p->name, "%s", name);
+    if (part)
+        snprintf(p->name, sizeof p->name, "%s[%s]", name, part);
+    else
+        snprintf(p->name, sizeof p->name, "%s", name);
     p->tensor = w;
     *out = m->n_params++;
     return TXC_OK;
@@ -383,7 +416,23 @@ static txc_status load_layers(txc_model *m, const txc_safetensors *st)
                 continue;
             int n = role_shape(c, lp->role, false, lp->conv1d && !m->linear_layout, shape);
             snprintf(name, sizeof name, "%s.%lld.%s", a->layers, (long long)l, lp->name);
-            txc_status s = load_param(m, st, name, n, shape, why, &m->layer[l][lp->role]);
+            txc_status s;
+            if (m->tp_size > 1 && (lp->role == L_QKV || lp->role == L_GATE_UP)) {
+                /* fused: each block split alone (q|k|v, gate|up), one parameter each */
+                int64_t q = c->num_attention_heads * c->head_dim, kv = c->num_key_value_heads * c->head_dim;
+                int64_t I = c->intermediate_size;
+                bool qkv = lp->role == L_QKV;
+                static const char *const names[2][3] = {{"q", "k", "v"}, {"gate", "up", NULL}};
+                const int roles[2][3] = {{L_Q, L_K, L_V}, {L_GATE, L_UP, -1}};
+                const int64_t len[2][3] = {{q, kv, kv}, {I, I, 0}};
+                s = TXC_OK;
+                int64_t off = 0;
+                for (int k = 0; k < (qkv ? 3 : 2) && s == TXC_OK; off += len[!qkv][k], k++)
+                    s = load_param_part(m, st, name, n, shape, why, TP_ROWS, names[!qkv][k], off, len[!qkv][k],
+                                        &m->layer[l][roles[!qkv][k]]);
+            } else {
+                s = load_param(m, st, name, n, shape, why, txc_tp_split(m, lp->role, false), &m->layer[l][lp->role]);
+            }
             if (s)
                 return s;
         }
@@ -408,7 +457,7 @@ static txc_status load_weights(txc_model *m, const txc_safetensors *st)
         int n = role_shape(c, p->role, true, p->conv1d, shape);
         snprintf(why, sizeof why, "vocab_size %lld, hidden_size %lld%s", (long long)c->vocab_size,
                  (long long)c->hidden_size, p->role == G_LM_HEAD ? ", tie_word_embeddings false" : "");
-        if ((s = load_param(m, st, p->name, n, shape, why, &m->g[p->role])))
+        if ((s = load_param(m, st, p->name, n, shape, why, txc_tp_split(m, p->role, true), &m->g[p->role])))
             return s;
         if (p->role == G_EMBED && (s = load_layers(m, st)))
             return s;
@@ -485,6 +534,8 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
             s = txc_gguf_model_config(g, &m->config);
         if (s == TXC_OK)
             s = check_config(c, &m->arch);
+        if (s == TXC_OK && opts && opts->tp_mesh && txc_mesh_axis_size(opts->tp_mesh, "tp") > 1)
+            s = txc_error(TXC_ERR_UNSUPPORTED, "--tp: a GGUF model is not tensor-parallel (a safetensors folder is)");
         if (s == TXC_OK)
             s = txc_gguf_model_table(g, c, &st);
         txc_gguf_close(g); /* the table holds the mapping */
@@ -494,6 +545,8 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
         s = txc_hf_config_load(dir, &m->config);
         if (s == TXC_OK)
             s = check_config(c, &m->arch);
+        if (s == TXC_OK)
+            s = txc_tp_setup(m, opts ? opts->tp_mesh : NULL);
         if (s == TXC_OK)
             s = txc_safetensors_open(dir, &st);
     }
@@ -507,7 +560,8 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
                           (long long)c->num_hidden_layers, m->wfile, txc_safetensors_count(st));
     }
     if (s == TXC_OK) {
-        size_t max_params = (size_t)m->arch->n_global + (size_t)c->num_hidden_layers * (size_t)m->arch->n_layer;
+        /* (+ 3 per layer: under --tp a fused qkv_proj and gate_up_proj load as five parameters) */
+        size_t max_params = (size_t)m->arch->n_global + (size_t)c->num_hidden_layers * ((size_t)m->arch->n_layer + 3);
         m->params = calloc(max_params, sizeof *m->params);
         m->layer = malloc((size_t)c->num_hidden_layers * sizeof *m->layer);
         m->window = calloc((size_t)c->num_hidden_layers, sizeof *m->window);
@@ -532,6 +586,7 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
     m->env->n_scopes = open;
     txc_safetensors_close(st); /* the tensors keep their mmap storages alive */
     if (s == TXC_OK) {
+        txc_tp_localize(m);
         set_windows(m);
         /* Gemma2 scales by query_pre_attn_scalar^-0.5, the others by head_dim^-0.5 */
         double qs = c->query_pre_attn_scalar > 0 && strcmp(c->model_type, "gemma2") == 0 ? c->query_pre_attn_scalar
@@ -657,7 +712,11 @@ static txc_tensor *decoder_forward(txc_model *m, txc_tensor *const *params, txc_
                            ? cache_position
                            : txc_expand(txc_unsqueeze(cache_position, 0), 2, (int64_t[]){B, L});
 
-    txc_tensor *h = txc_embedding(W(m->g[G_EMBED]), input_ids); /* (B, L, H) */
+    const bool tp = m->tp_size > 1;
+    txc_tensor *h = tp && m->vocab_split /* this rank's rows of the vocabulary, summed over the ranks */
+                        ? txc_all_reduce(txc_vocab_parallel_embedding(W(m->g[G_EMBED]), input_ids, m->vocab_off),
+                                         m->tp_mesh, "tp")
+                        : txc_embedding(W(m->g[G_EMBED]), input_ids); /* (B, L, H) */
     if (h && txc_tensor_dtype(h) != TXC_F32) /* bf16/f16 weights: float32 activations */
         h = txc_to_dtype(h, TXC_F32);
     if (m->arch->scale_embeddings) /* the normalizer, sqrt(hidden_size) in the hidden dtype */
@@ -718,7 +777,10 @@ static txc_tensor *decoder_forward(txc_model *m, txc_tensor *const *params, txc_
             return NULL;
         }
         attn = txc_reshape(txc_transpose(attn, 1, 2), 3, (int64_t[]){B, L, q_out});
-        attn = txc_linear(attn, W(P[L_O]), W(P[L_O_BIAS]));
+        if (tp) /* rowwise: partial sums, reduced, then the bias once */
+            attn = add_bias(txc_all_reduce(txc_linear(attn, W(P[L_O]), NULL), m->tp_mesh, "tp"), W(P[L_O_BIAS]));
+        else
+            attn = txc_linear(attn, W(P[L_O]), W(P[L_O_BIAS]));
         if (P[L_ATTN_OUT_NORM] >= 0)
             attn = norm(m, attn, W(P[L_ATTN_OUT_NORM]), NULL);
         h = txc_add(h, attn);
@@ -733,7 +795,9 @@ static txc_tensor *decoder_forward(txc_model *m, txc_tensor *const *params, txc_
             gate = txc_linear(x, W(P[L_GATE]), W(P[L_GATE_BIAS]));
             up = txc_linear(x, W(P[L_UP]), W(P[L_UP_BIAS]));
         }
-        txc_tensor *mlp = txc_linear(txc_mul(txc_model_act(m, gate), up), W(P[L_DOWN]), W(P[L_DOWN_BIAS]));
+        txc_tensor *mlp = tp ? add_bias(txc_all_reduce(txc_linear(txc_mul(txc_model_act(m, gate), up), W(P[L_DOWN]),
+                                                                        NULL), m->tp_mesh, "tp"), W(P[L_DOWN_BIAS]))
+                             : txc_linear(txc_mul(txc_model_act(m, gate), up), W(P[L_DOWN]), W(P[L_DOWN_BIAS]));
         if (P[L_MLP_OUT_NORM] >= 0)
             mlp = norm(m, mlp, W(P[L_MLP_OUT_NORM]), NULL);
         h = txc_add(h, mlp);
@@ -749,6 +813,8 @@ static txc_tensor *decoder_forward(txc_model *m, txc_tensor *const *params, txc_
     else if (logits_to_keep > 0 && logits_to_keep < L)
         h = txc_narrow(h, 1, L - logits_to_keep, logits_to_keep);
     txc_tensor *logits = txc_linear(h, W(m->g[G_LM_HEAD]), NULL); /* (B, keep, vocab) */
+    if (tp && m->vocab_split) /* colwise over the vocabulary, gathered on every rank */
+        logits = txc_all_gather(logits, m->tp_mesh, "tp", -1);
     if (m->final_softcap > 0) {
         float cap = (float)m->final_softcap;
         logits = txc_mul_scalar(txc_tanh(txc_div_scalar(logits, cap)), cap);

@@ -132,6 +132,15 @@ struct txc_model {
     txc_dtype weights_dtype;
     txc_weights_info weights;   /* see txc_model_weights_info */
     bool linear_layout;         /* GGUF: Conv1D weights stored (out, in), used as linear weights */
+    /* tensor parallelism (tp.c): the mesh's "tp" axis; config's
+     * num_attention_heads, num_key_value_heads and intermediate_size are
+     * this rank's shares after the load (the global ones kept here) */
+    struct txc_mesh *tp_mesh;
+    int64_t tp_size, tp_rank;
+    bool vocab_split;           /* embedding / lm_head hold rows [vocab_off, + vocab_size / tp_size) */
+    int64_t vocab_off;
+    int64_t tp_global_heads, tp_global_kv_heads, tp_global_intermediate;
+    const struct txc_sharding *sh_rows, *sh_cols, *sh_vec;
     char wfile[256], cfile[256]; /* what messages call the weights and the config ("model.safetensors",
                                     "config.json"; a GGUF's file name and "FILE (metadata)") */
 };
@@ -189,6 +198,25 @@ txc_tensor *txc_model_cached_attention(txc_model *m, txc_kv_cache *cache, int la
                                        int64_t window, double softcap);
 /* (B, L, heads*d) -> (B, heads, L, d). */
 txc_tensor *txc_model_split_heads(txc_tensor *x, int64_t B, int64_t L, int64_t heads, int64_t d);
+
+/* Tensor parallelism (tp.c). */
+enum { TP_REPLICATED, TP_ROWS, TP_COLS };
+/* Checks the config divides by the mesh's "tp" size (the error names the
+ * sizes that work) and the architecture; mesh NULL: tp 1. */
+txc_status txc_tp_setup(txc_model *m, struct txc_mesh *mesh);
+/* How a role's tensor is split (TP_*). */
+int txc_tp_split(const txc_model *m, int role, bool global);
+/* This rank's slice of `t` (TP_ROWS: dim 0, zero copy when aligned;
+ * TP_COLS: dim 1, copied). */
+txc_status txc_tp_slice(const txc_model *m, const txc_st_tensor *t, int split, txc_array **out);
+/* This rank's share of rows [row0, row0 + rows) of a 2-D `t` (a block of a
+ * fused weight), zero copy when aligned. */
+txc_status txc_tp_slice_rows(const txc_model *m, const txc_st_tensor *t, int64_t row0, int64_t rows,
+                             txc_array **out);
+/* The NamedSharding a split parameter carries (NULL: replicated). */
+const struct txc_sharding *txc_tp_sharding(const txc_model *m, int split, int ndim);
+/* After the load: the config's head and intermediate counts become this rank's. */
+void txc_tp_localize(txc_model *m);
 
 /* The GPT-2 architecture (gpt2.c). */
 extern const txc_arch txc_arch_gpt2;

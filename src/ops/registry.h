@@ -49,6 +49,9 @@ typedef enum txc_op_id {
     TXC_OP_TRIU, TXC_OP_SDPA, TXC_OP_CAUSAL_ATTENTION, TXC_OP_ROTARY,
     /* sampling (sample.c) */
     TXC_OP_RNG_UNIFORM, TXC_OP_RNG_ADVANCE, TXC_OP_SAMPLE,
+    /* collectives (collective.c; attrs.ints = {group, group size, dim or root}) */
+    TXC_OP_ALL_REDUCE, TXC_OP_ALL_GATHER, TXC_OP_REDUCE_SCATTER, TXC_OP_BROADCAST,
+    TXC_OP_VOCAB_EMBEDDING,
     TXC_OP_COUNT
 } txc_op_id;
 
@@ -132,6 +135,7 @@ void txc_ops_register_linalg(txc_op_def *table);
 void txc_ops_register_nn(txc_op_def *table);
 void txc_ops_register_attention(txc_op_def *table);
 void txc_ops_register_sample(txc_op_def *table);
+void txc_ops_register_collective(txc_op_def *table);
 
 /* ---- helpers for inference and kernels (ops/util.c) --------------------- */
 

@@ -60,6 +60,8 @@
 #include "txc/model.h"
 #include "txc/synthetic.h"
 #include "tools/bench_batch.h"
+#include "tools/bench_tp.h"
+#include "txc/shard.h"
 #include "txc/threads.h"
 #include "txc/tokenizer.h"
 
@@ -119,6 +121,8 @@ typedef struct bench_row {
     txc_jit_op_time prof[PROFILE_TOP];
     int n_prof;          /* kinds kept (<= PROFILE_TOP); 0: not profiled */
     double prof_total_ms; /* over every kind */
+    double coll_s;        /* --tp: seconds in collectives, and their count */
+    uint64_t coll_calls;
 } bench_row;
 
 /* One model load (one per weights mode). */
@@ -179,7 +183,9 @@ static void usage_bench(FILE *f)
             "                       $XDG_CACHE_HOME/txc, else $HOME/.cache/txc)\n"
             "  --no-compile-cache   compile every plan in this process\n"
             TXC_CLI_COMPILE_CACHE_MAX_HELP
-            "  --threads N          threads, 1 to 256 (default: $TXC_THREADS, else the CPUs this process may use)\n"
+"  --threads N          threads, 1 to 256 (default: $TXC_THREADS, else the CPUs this process may use)\n"
+            "  --tp N               tensor parallelism over N processes (mpirun -np N txc bench ... --tp N):\n"
+            "                       adds this rank's weight bytes, an all_reduce's latency, the time in collectives\n"
             "  --membw              also measure this machine's read bandwidth and each row's fraction\n"
             "                       of it (alone: the bandwidth only)\n"
             "  --mmap, --no-mmap    use the weights in place from the mmap'd file, or copy\n"
@@ -1002,7 +1008,7 @@ int txc_cmd_bench(int argc, char **argv)
         {"compile-cache-max-mb", required_argument, 0, 'X'},
         {"threads", required_argument, 0, 'T'},      {"membw", no_argument, 0, 'W'},
         {"profile", no_argument, 0, 'R'},           {"check-tensors", no_argument, 0, 'K'},
-        {"batch", required_argument, 0, 'b'},
+        {"batch", required_argument, 0, 'b'},        {"tp", required_argument, 0, 'Q'},
         {"weights", required_argument, 0, 'w'},      TXC_CLI_WEIGHTS_LONGOPTS,
         {0, 0, 0, 0},
     };
@@ -1014,6 +1020,10 @@ int txc_cmd_bench(int argc, char **argv)
             continue;
         switch (ch) {
         case 'w': weights_list = optarg; break;
+        case 'Q':
+            if (!txc_cli_tp_setup(optarg, &wopts))
+                return EXIT_ERROR;
+            break;
         case 'm': model_dir = optarg; break;
         case 's': synthetic = optarg; break;
         case 'd': dtype_name = optarg; break;
@@ -1166,7 +1176,8 @@ int txc_cmd_bench(int argc, char **argv)
     txc_model *model = NULL;
     /* (a synthetic model's --dtype is its file's dtype: nothing to convert) */
     txc_model_options mo = {.convert_dtype = dtype_name != NULL && !synthetic, .dtype = dtype, .weights = wmodes[0],
-                            .no_hugepages = wopts.no_hugepages, .check_tensors = wopts.check_tensors};
+                            .no_hugepages = wopts.no_hugepages, .check_tensors = wopts.check_tensors,
+                            .tp_mesh = wopts.tp_mesh};
     bi.loads[0].hwm_reset = reset_peak_rss();
     double t0 = txc_cli_now_ms();
     if (synthetic) {
@@ -1289,12 +1300,14 @@ int txc_cmd_bench(int argc, char **argv)
                 fprintf(stderr, "bench: %s (%s)...\n", modes[i]->name, txc_weights_mode_name(wmodes[w]));
             txc_clear_error();
             reset_peak_rss(); /* this row's generation only (the load's peak is its own) */
+            txc_collective_stats_reset();
             if (run_mode(model, modes[i], prompt, (int64_t)n_prompt, new_tokens, max_cache_len, baseline_limit,
                          compile_cache, profile, r) != TXC_OK) {
                 rc = txc_cli_fail_in(modes[i]->name);
                 break;
             }
             r->weights_index = w;
+            txc_collective_stats(&r->coll_s, &r->coll_calls, NULL);
             r->peak_rss_mb = peak_rss_mb();
             r->bytes_per_token = decode_bytes(model, modes[i], (int64_t)n_prompt, r->n_new);
             r->decode_gbps = r->bytes_per_token * r->decode_tok_s / 1e9;
@@ -1337,6 +1350,12 @@ int txc_cmd_bench(int argc, char **argv)
             print_json(&bi, rows, n_modes, agree, ref);
         else
             print_table(&bi, rows, n_modes, agree, ref);
+        if (!json && txc_model_tp_size(model) > 1) {
+            txc_bench_tp_header(stdout, model);
+            for (int i = 0; i < done; i++)
+                txc_bench_tp_row(stdout, rows[i].mode->name, rows[i].coll_s, rows[i].coll_calls, rows[i].total_s,
+                                 rows[i].n_new);
+        }
         fflush(stdout);
     }
     for (int i = 0; i < done; i++)

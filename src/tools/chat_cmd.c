@@ -310,6 +310,10 @@ int txc_cmd_chat(int argc, char **argv)
                 in_ok ? "a directory" : errno == EBADF ? "closed" : strerror(errno));
         return EXIT_ERROR;
     }
+    if (gf.mopts.tp_mesh) { /* (the ranks would read different input: stdin / HTTP reach rank 0 only) */
+        fprintf(stderr, "txc: txc chat does not run tensor-parallel yet (--tp: txc generate and txc bench do)\n");
+        return EXIT_ERROR;
+    }
     if (!(model_dir = txc_cli_model_dir(model_dir)))
         return EXIT_ERROR;
     /* The template first: a model without one is refused before loading. */

@@ -251,6 +251,7 @@ int txc_cli_gen_option(txc_cli_gen_flags *f, int ch, const char *arg)
         f->have_seed = true;
         return 1;
     case TXC_CLI_OPT_CHECK_TENSORS: f->mopts.check_tensors = true; return 1;
+    case TXC_CLI_OPT_TP: return txc_cli_tp_setup(arg, &f->mopts) ? 1 : -1;
     case TXC_CLI_OPT_JIT: f->jit = 1; return 1;
     case TXC_CLI_OPT_NO_JIT: f->jit = 0; return 1;
     case TXC_CLI_OPT_COMPILE_CACHE: f->compile_cache = arg; return 1;

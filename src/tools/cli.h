@@ -95,7 +95,7 @@ enum {
     TXC_CLI_OPT_SAMPLE = 0x7800, TXC_CLI_OPT_GREEDY, TXC_CLI_OPT_TEMPERATURE, TXC_CLI_OPT_TOP_K, TXC_CLI_OPT_TOP_P,
     TXC_CLI_OPT_MIN_P, TXC_CLI_OPT_REP, TXC_CLI_OPT_SEED, TXC_CLI_OPT_JIT, TXC_CLI_OPT_NO_JIT,
     TXC_CLI_OPT_COMPILE_CACHE, TXC_CLI_OPT_NO_COMPILE_CACHE, TXC_CLI_OPT_DTYPE, TXC_CLI_OPT_THREADS,
-    TXC_CLI_OPT_CHECK_TENSORS, TXC_CLI_OPT_COMPILE_CACHE_MAX_MB
+    TXC_CLI_OPT_CHECK_TENSORS, TXC_CLI_OPT_COMPILE_CACHE_MAX_MB, TXC_CLI_OPT_TP
 };
 #define TXC_CLI_GEN_LONGOPTS                                                                              \
     {"do-sample", no_argument, 0, TXC_CLI_OPT_SAMPLE}, {"greedy", no_argument, 0, TXC_CLI_OPT_GREEDY},     \
@@ -109,13 +109,21 @@ enum {
         {"no-compile-cache", no_argument, 0, TXC_CLI_OPT_NO_COMPILE_CACHE},                               \
         {"compile-cache-max-mb", required_argument, 0, TXC_CLI_OPT_COMPILE_CACHE_MAX_MB},                 \
         {"dtype", required_argument, 0, TXC_CLI_OPT_DTYPE}, {"threads", required_argument, 0, TXC_CLI_OPT_THREADS}, \
-        {"check-tensors", no_argument, 0, TXC_CLI_OPT_CHECK_TENSORS}, TXC_CLI_WEIGHTS_LONGOPTS
+        {"check-tensors", no_argument, 0, TXC_CLI_OPT_CHECK_TENSORS}, {"tp", required_argument, 0, TXC_CLI_OPT_TP}, \
+        TXC_CLI_WEIGHTS_LONGOPTS
 #define TXC_CLI_COMPILE_CACHE_MAX_HELP                                                                    \
     "  --compile-cache-max-mb N  keep the compile cache folder within N MB (2^20 bytes),\n"              \
     "                      deleting the least recently used plans first; 0: no cap (default 256)\n"
 /* --compile-cache-max-mb's value: the cap in bytes into *bytes; false (one
  * line on stderr) when it is not an integer in [0, 2^43]. */
 bool txc_cli_parse_cache_max_mb(const char *arg, int64_t *bytes);
+#define TXC_CLI_TP_HELP                                                                                   \
+    "  --tp N              tensor parallelism over N processes, one shard of the weights each:\n"       \
+    "                      mpirun -np N txc ... --tp N (only rank 0 prints)\n"
+/* --tp N (src/tools/tp_cli.c): join the job (MPI), check it has N
+ * processes, make the mesh ("tp": N) into o->tp_mesh; the stdout of every
+ * rank but 0 goes to /dev/null. false: one line on stderr. */
+bool txc_cli_tp_setup(const char *arg, txc_model_options *o);
 #define TXC_CLI_GEN_HELP                                                                                  \
     "  --jit, --no-jit     compile the prefill and decode steps into cached plans (default)\n"           \
     "                      or run every op eagerly\n"                                                    \
@@ -126,7 +134,7 @@ bool txc_cli_parse_cache_max_mb(const char *arg, int64_t *bytes);
     "  --dtype D           the weights' dtype in memory: f32, bf16 or f16, converted once at\n"          \
     "                      load (default: as stored in the files); activations are f32\n"               \
     "  --threads N         threads, 1 to 256 (default: $TXC_THREADS, else the CPUs this process may use)\n" \
-    TXC_CLI_CHECK_TENSORS_HELP TXC_CLI_WEIGHTS_HELP                                                                             \
+    TXC_CLI_CHECK_TENSORS_HELP TXC_CLI_WEIGHTS_HELP TXC_CLI_TP_HELP                                                            \
     "Decoding (defaults from generation_config.json, else greedy; flags override it):\n"                 \
     "  --do-sample         sample the next token (transformers' do_sample=True)\n"                       \
     "  --greedy            argmax, even when generation_config.json says do_sample\n"                    \

@@ -170,6 +170,10 @@ int txc_cmd_serve(int argc, char **argv)
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    if (gf.mopts.tp_mesh) { /* (the ranks would read different input: stdin / HTTP reach rank 0 only) */
+        fprintf(stderr, "txc: txc serve does not run tensor-parallel yet (--tp: txc generate and txc bench do)\n");
+        return EXIT_ERROR;
+    }
     if (!(model_dir = txc_cli_model_dir(model_dir)))
         return EXIT_ERROR;
     /* A chat template when the folder has one; without, chat requests are a 400. */

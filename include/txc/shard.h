@@ -1,0 +1,142 @@
+/*
+ * txc/shard.h — devices, a device mesh, NamedSharding / PartitionSpec,
+ * sharded placement and collectives (JAX's jax.sharding and
+ * jax.distributed; torchax's `apply_jax_(jax.device_put,
+ * NamedSharding(mesh, P()))`).
+ *
+ * Multi-controller, as JAX on several hosts: every process runs the same
+ * program (SPMD) and is one device; started by `mpirun -np N` the N
+ * processes are the devices 0..N-1 (MPI_COMM_WORLD ranks, Open MPI across
+ * processes and hosts), started alone it is the one device 0. Each process
+ * holds the addressable shards of its device only. A tensor placed with a
+ * NamedSharding is its local shard (the local shape) and knows its
+ * sharding (txc_tensor_sharding); ops on it run on the local shard, as in
+ * JAX's shard_map, and their results carry no sharding: a program that
+ * needs the global value says so with a collective (txc_all_reduce, ...)
+ * or txc_gather.
+ *
+ * Collectives are ops in the op table (_c10d_functional::all_reduce,
+ * all_gather_into_tensor, reduce_scatter_tensor, broadcast, as torchax
+ * lowers them), so the JIT records them as plan nodes like any other op.
+ * Reductions sum in rank order (every rank gathers the partials and adds
+ * them left to right), so every rank and every run get the same bits.
+ * Every collective has a deadline (TXC_COLLECTIVE_TIMEOUT seconds, default
+ * 60): a rank that died or cannot be reached ends the job with one line on
+ * stderr and a nonzero exit (MPI_Abort), never a hang.
+ */
+#ifndef TXC_SHARD_H
+#define TXC_SHARD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "txc/status.h"
+#include "txc/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Join the job (jax.distributed.initialize): MPI_Init when started by
+ * mpirun, else a job of one process. Idempotent; the other calls here call
+ * it. Errors: TXC_ERR_UNSUPPORTED (started by mpirun with several ranks,
+ * built without MPI), TXC_ERR_IO (MPI_Init failed), TXC_ERR_INVALID
+ * (TXC_COLLECTIVE_TIMEOUT not a positive number). */
+txc_status txc_distributed_init(void);
+/* jax.process_index() / jax.process_count() / jax.device_count(): this
+ * process's rank, the number of processes, the number of devices (one
+ * per process). */
+int txc_process_index(void);
+int txc_process_count(void);
+int txc_device_count(void);
+/* Whether the processes talk over MPI (false: a job of one). */
+bool txc_distributed_is_mpi(void);
+
+#define TXC_MESH_MAX_AXES 4
+typedef struct txc_mesh txc_mesh;
+typedef struct txc_sharding txc_sharding;
+
+/* jax.sharding.Mesh(devices.reshape(shape), axis_names): `devices` the
+ * prod(shape) device ids in row-major mesh order (NULL: 0, 1, ... in
+ * order), which must be every device of the job exactly once; ndim 1 to
+ * TXC_MESH_MAX_AXES axes, distinct non-empty names of at most 31 bytes.
+ * Collective over the job (each axis gets its communicator): every
+ * process makes the same meshes in the same order. NULL on error
+ * (TXC_ERR_INVALID naming what is wrong; TXC_ERR_NOMEM). */
+txc_mesh *txc_mesh_new(const int *devices, int ndim, const int64_t *shape, const char *const *axis_names);
+/* Frees the mesh and every sharding made over it. */
+void txc_mesh_free(txc_mesh *mesh);
+int txc_mesh_ndim(const txc_mesh *mesh);
+/* Size of the axis named `axis`, 0 when the mesh has none. */
+int64_t txc_mesh_axis_size(const txc_mesh *mesh, const char *axis);
+/* This process's coordinate along `axis` (-1: no such axis). */
+int64_t txc_mesh_axis_index(const txc_mesh *mesh, const char *axis);
+
+/* jax.sharding.PartitionSpec: per tensor dim the mesh axis it is split
+ * over, NULL for a dim that is not split; ndim 0 (or fewer entries than
+ * the tensor's dims: the rest NULL) is P(), replicated. */
+typedef struct txc_partition_spec {
+    int ndim;
+    const char *axes[8];
+} txc_partition_spec;
+/* P("tp", NULL): TXC_P("tp", NULL); P(): TXC_P_REPLICATED. */
+#define TXC_P(...)                                                                                                 \
+    ((txc_partition_spec){.ndim = (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)),         \
+                          .axes = {__VA_ARGS__}})
+#define TXC_P_REPLICATED ((txc_partition_spec){.ndim = 0})
+
+/* jax.sharding.NamedSharding(mesh, spec): owned by the mesh. NULL on
+ * error: TXC_ERR_INVALID for an axis the mesh does not have, an axis used
+ * twice, more than 8 dims. */
+const txc_sharding *txc_named_sharding(txc_mesh *mesh, txc_partition_spec spec);
+const txc_mesh *txc_sharding_mesh(const txc_sharding *s);
+txc_partition_spec txc_sharding_spec(const txc_sharding *s);
+/* "NamedSharding(mesh=Mesh('tp': 2), spec=P('tp', None))" into buf. */
+void txc_sharding_str(const txc_sharding *s, char *buf, size_t cap);
+
+/* jax.device_put(x, sharding): `x` the global value (every process passes
+ * the same); returns this process's shard, a new contiguous tensor of the
+ * local shape (each split dim divided by its axis size, the block at this
+ * device's coordinate), with txc_tensor_sharding = `s`. Caller-owned (or
+ * the open scope's). Errors: TXC_ERR_INVALID (a split dim that does not
+ * divide by its axis size, naming both; a spec with more dims than x). */
+txc_tensor *txc_device_put(txc_tensor *x, const txc_sharding *s);
+/* The sharding a tensor was placed with (NULL: not sharded). */
+const txc_sharding *txc_tensor_sharding(const txc_tensor *t);
+/* jax.Array.addressable_shards: the shards this process holds (one: its
+ * device's), and where shard i starts in the global tensor (start[d] per
+ * dim) and the global shape. Errors: TXC_ERR_INVALID (i out of range). */
+int txc_tensor_num_addressable_shards(const txc_tensor *t);
+txc_status txc_tensor_shard_index(const txc_tensor *t, int i, int64_t *start, int64_t *global_shape);
+/* The global value of a sharded tensor on every process
+ * (jax.experimental.multihost_utils.process_allgather): all_gather along
+ * every split dim. An unsharded tensor is returned retained. */
+txc_tensor *txc_gather(txc_tensor *t);
+
+/* Collectives over the processes along one mesh axis (the others fixed):
+ *   all_reduce      sum of x (float32) over the axis, on every process;
+ *   all_gather      the axis' x concatenated along dim (any float/int dtype);
+ *   reduce_scatter  sum of x (float32), then this process's block of dim
+ *                   (dim must divide by the axis size);
+ *   broadcast       x of the process at coordinate `root` of the axis.
+ * Shapes as torch.distributed's; NULL on error (the op named). */
+txc_tensor *txc_all_reduce(txc_tensor *x, const txc_mesh *mesh, const char *axis);
+txc_tensor *txc_all_gather(txc_tensor *x, const txc_mesh *mesh, const char *axis, int dim);
+txc_tensor *txc_reduce_scatter(txc_tensor *x, const txc_mesh *mesh, const char *axis, int dim);
+txc_tensor *txc_broadcast(txc_tensor *x, const txc_mesh *mesh, const char *axis, int root);
+/* Megatron-LM's VocabParallelEmbedding on one shard: `weight` holds rows
+ * [offset, offset + rows) of the table; ids in that range are looked up
+ * (as float32), others give zero rows; an all_reduce over the axis gives
+ * the whole lookup. */
+txc_tensor *txc_vocab_parallel_embedding(txc_tensor *weight, txc_tensor *ids, int64_t offset);
+
+/* Seconds and calls spent in collectives by this process since the last
+ * reset (txc bench --tp's "collectives" line). */
+void txc_collective_stats(double *seconds, uint64_t *calls, uint64_t *bytes);
+void txc_collective_stats_reset(void);
+/* Bound every later collective to `seconds` (> 0). */
+void txc_collective_set_timeout(double seconds);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

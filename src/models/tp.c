@@ -1,0 +1,162 @@
+/*
+ * Tensor parallelism of the decoder family (Megatron-LM's layout, as
+ * Hugging Face's base_model_tp_plan writes it): q/k/v and gate/up
+ * "colwise" (each rank its block of output rows: its heads, its share of
+ * the intermediate), o and down "rowwise" (each rank its block of input
+ * columns: a partial sum, then an all_reduce, then the bias once), the
+ * embedding vocab-parallel (its rows of the vocabulary; other ids give
+ * zeros, an all_reduce sums) and lm_head colwise over the vocabulary, then
+ * gathered ("colwise_rep"). The KV cache holds this rank's kv heads.
+ *
+ * Each rank reads only its slices of the file: a colwise weight's rows are
+ * one contiguous range of the mapping (zero copy), a rowwise weight's
+ * columns are copied out row by row. Norms and o/down biases are
+ * replicated. Phi-3's fused qkv_proj / gate_up_proj are split block by
+ * block (this rank's q rows, k rows, v rows: three zero-copy ranges, three
+ * parameters), so the forward runs the unfused path. Where vocab_size does not divide by the size, the embedding
+ * and lm_head are replicated (no gather).
+ */
+#include "models/model_impl.h"
+#include "txc/shard.h"
+
+#include <stdio.h>
+#include <string.h>
+
+txc_status txc_tp_setup(txc_model *m, txc_mesh *mesh)
+{
+    m->tp_size = 1;
+    if (!mesh)
+        return TXC_OK;
+    int64_t n = txc_mesh_axis_size(mesh, "tp");
+    if (n < 1)
+        return txc_error(TXC_ERR_INVALID, "tensor parallelism: the mesh has no axis 'tp'");
+    m->tp_mesh = mesh;
+    m->tp_size = n;
+    m->tp_rank = txc_mesh_axis_index(mesh, "tp");
+    if (n == 1)
+        return TXC_OK;
+    const txc_hf_config *c = &m->config;
+    if (m->arch == &txc_arch_gpt2)
+        return txc_error(TXC_ERR_UNSUPPORTED, "--tp %lld: model_type '%s' is not tensor-parallel yet (its Conv1D "
+                                              "weights; supported: llama, mistral, qwen2, qwen3, gemma, gemma2, phi3)",
+                         (long long)n, c->model_type);
+    struct { const char *name; int64_t v; } need[] = {
+        {"num_attention_heads", c->num_attention_heads},
+        {"num_key_value_heads", c->num_key_value_heads},
+        {"intermediate_size", c->intermediate_size},
+    };
+    for (int i = 0; i < 3; i++)
+        if (need[i].v % n) {
+            char ok[128];
+            size_t o = 0;
+            ok[0] = 0;
+            for (int64_t t = 1; t <= 64 && o < sizeof ok; t++)
+                if (c->num_attention_heads % t == 0 && c->num_key_value_heads % t == 0 &&
+                    c->intermediate_size % t == 0)
+                    o += (size_t)snprintf(ok + o, sizeof ok - o, "%s%lld", o ? ", " : "", (long long)t);
+            return txc_error(TXC_ERR_INVALID, "--tp %lld: %s %lld does not divide by %lld (tensor-parallel sizes "
+                                              "that work: %s)",
+                             (long long)n, need[i].name, (long long)need[i].v, (long long)n, ok);
+        }
+    m->vocab_split = c->vocab_size % n == 0;
+    m->vocab_off = m->vocab_split ? m->tp_rank * (c->vocab_size / n) : 0;
+    if (!(m->sh_rows = txc_named_sharding(mesh, TXC_P("tp", NULL))) ||
+        !(m->sh_cols = txc_named_sharding(mesh, TXC_P(NULL, "tp"))) ||
+        !(m->sh_vec = txc_named_sharding(mesh, TXC_P("tp"))))
+        return txc_last_status();
+    return TXC_OK;
+}
+
+int txc_tp_split(const txc_model *m, int role, bool global)
+{
+    if (m->tp_size <= 1)
+        return TP_REPLICATED;
+    if (global)
+        return (role == G_EMBED || role == G_LM_HEAD) && m->vocab_split ? TP_ROWS : TP_REPLICATED;
+    switch (role) {
+    case L_Q: case L_K: case L_V: case L_GATE: case L_UP:
+    case L_Q_BIAS: case L_K_BIAS: case L_V_BIAS: case L_GATE_BIAS: case L_UP_BIAS:
+        return TP_ROWS;
+    case L_O: case L_DOWN:
+        return TP_COLS;
+    default:
+        return TP_REPLICATED;
+    }
+}
+
+txc_status txc_tp_slice(const txc_model *m, const txc_st_tensor *t, int split, txc_array **out)
+{
+    *out = NULL;
+    const int64_t n = m->tp_size, r = m->tp_rank;
+    if (txc_dtype_is_quantized(t->dtype))
+        return txc_error(TXC_ERR_UNSUPPORTED, "--tp: tensor '%s' is %s; tensor parallelism reads float weights "
+                                              "(safetensors)", t->name, txc_dtype_name(t->dtype));
+    const int dim = split == TP_ROWS ? 0 : 1;
+    if (t->ndim <= dim || t->shape[dim] % n)
+        return txc_error(TXC_ERR_FORMAT, "--tp %lld: tensor '%s' dim %d does not divide by %lld", (long long)n,
+                         t->name, dim, (long long)n);
+    const size_t es = txc_dtype_size(t->dtype);
+    int64_t shape[TXC_MAX_DIMS];
+    memcpy(shape, t->shape, sizeof shape);
+    shape[dim] /= n;
+    if (split == TP_ROWS) {
+        size_t row = es, skip;
+        for (int d = 1; d < t->ndim; d++)
+            row *= (size_t)t->shape[d];
+        skip = (size_t)(r * shape[0]) * row;
+        if (t->aligned) /* a contiguous range of the mapping: zero copy */
+            *out = txc_array_from_storage(t->storage, t->byte_offset + skip, t->dtype, t->ndim, shape);
+        else if ((*out = txc_array_new(txc_env_device(m->env), t->dtype, t->ndim, shape)))
+            memcpy(txc_array_data(*out), (const char *)t->data + skip, (size_t)shape[0] * row);
+    } else { /* columns [r*K/n, (r+1)*K/n) of every row: copied */
+        if ((*out = txc_array_new(txc_env_device(m->env), t->dtype, t->ndim, shape))) {
+            const size_t part = (size_t)shape[1] * es, full = (size_t)t->shape[1] * es;
+            char *dst = txc_array_data(*out);
+            const char *src = (const char *)t->data + (size_t)r * part;
+            for (int64_t i = 0; i < t->shape[0]; i++)
+                memcpy(dst + (size_t)i * part, src + (size_t)i * full, part);
+        }
+    }
+    return *out ? TXC_OK : txc_last_status();
+}
+
+txc_status txc_tp_slice_rows(const txc_model *m, const txc_st_tensor *t, int64_t row0, int64_t rows,
+                             txc_array **out)
+{
+    *out = NULL;
+    const int64_t n = m->tp_size;
+    if (txc_dtype_is_quantized(t->dtype) || t->ndim != 2 || rows % n || row0 < 0 || row0 + rows > t->shape[0])
+        return txc_error(TXC_ERR_FORMAT, "--tp %lld: tensor '%s': rows [%lld, %lld) do not split by %lld", (long long)n,
+                         t->name, (long long)row0, (long long)(row0 + rows), (long long)n);
+    const size_t row = txc_dtype_size(t->dtype) * (size_t)t->shape[1];
+    const int64_t mine = rows / n, shape[2] = {mine, t->shape[1]};
+    const size_t skip = (size_t)(row0 + m->tp_rank * mine) * row;
+    if (t->aligned)
+        *out = txc_array_from_storage(t->storage, t->byte_offset + skip, t->dtype, 2, shape);
+    else if ((*out = txc_array_new(txc_env_device(m->env), t->dtype, 2, shape)))
+        memcpy(txc_array_data(*out), (const char *)t->data + skip, (size_t)mine * row);
+    return *out ? TXC_OK : txc_last_status();
+}
+
+const txc_sharding *txc_tp_sharding(const txc_model *m, int split, int ndim)
+{
+    if (split == TP_ROWS)
+        return ndim == 1 ? m->sh_vec : m->sh_rows;
+    return split == TP_COLS ? m->sh_cols : NULL;
+}
+
+void txc_tp_localize(txc_model *m)
+{
+    if (m->tp_size <= 1)
+        return;
+    txc_hf_config *c = &m->config;
+    m->tp_global_heads = c->num_attention_heads;
+    m->tp_global_kv_heads = c->num_key_value_heads;
+    m->tp_global_intermediate = c->intermediate_size;
+    c->num_attention_heads /= m->tp_size;
+    c->num_key_value_heads /= m->tp_size;
+    c->intermediate_size /= m->tp_size;
+}
+
+int64_t txc_model_tp_size(const txc_model *m) { return m ? m->tp_size : 1; }
+int64_t txc_model_tp_rank(const txc_model *m) { return m ? m->tp_rank : 0; }

@@ -1,0 +1,77 @@
+/* txc bench --tp N: per-rank weight bytes, the all_reduce latency of one
+ * hidden-state row, the time per token in collectives. */
+#include "tools/bench_tp.h"
+#include "tools/cli.h"
+#include "txc/ops.h"
+#include "txc/shard.h"
+
+#include <stdlib.h>
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median microseconds of an all_reduce of (1, 1, hidden) float32. */
+static double all_reduce_us(const txc_model *m, const txc_mesh *mesh)
+{
+    enum { REPS = 201 };
+    txc_env *env = txc_model_env(m);
+    int64_t H = txc_model_config(m)->hidden_size;
+    double t[REPS];
+    int mark = txc_env_scope_begin(env);
+    txc_tensor *x = txc_ones(env, 3, (int64_t[]){1, 1, H}, TXC_F32);
+    for (int i = 0; i < REPS && x; i++) {
+        int inner = txc_env_scope_begin(env);
+        double t0 = txc_cli_now_ms();
+        txc_tensor *y = txc_all_reduce(x, mesh, "tp");
+        t[i] = (txc_cli_now_ms() - t0) * 1e3;
+        txc_env_scope_end(env, inner);
+        if (!y) {
+            txc_env_scope_end(env, mark);
+            return -1;
+        }
+    }
+    txc_env_scope_end(env, mark);
+    qsort(t, REPS, sizeof *t, cmp_double);
+    return t[REPS / 2];
+}
+
+void txc_bench_tp_header(FILE *f, const txc_model *m)
+{
+    double mine = 0, whole = 0;
+    for (int i = 0; i < txc_model_num_parameters(m); i++) {
+        const txc_tensor *p = txc_model_parameter(m, i);
+        int64_t global[8], n = 1;
+        if (txc_tensor_shard_index(p, 0, NULL, global) != TXC_OK)
+            continue;
+        for (int d = 0; d < txc_tensor_ndim(p); d++)
+            n *= global[d];
+        double es = (double)txc_dtype_size(txc_tensor_dtype(p));
+        mine += (double)txc_tensor_numel(p) * es;
+        whole += (double)n * es;
+    }
+    const txc_sharding *s = NULL;
+    for (int i = 0; i < txc_model_num_parameters(m) && !s; i++)
+        s = txc_tensor_sharding(txc_model_parameter(m, i));
+    fprintf(f, "tensor parallel: --tp %lld, %d processes over %s; rank %d's weights %.1f MB of the whole model's "
+               "%.1f MB (%.3fx)\n",
+            (long long)txc_model_tp_size(m), txc_process_count(), txc_distributed_is_mpi() ? "MPI" : "nothing",
+            txc_process_index(), mine / 1e6, whole / 1e6, whole > 0 ? mine / whole : 0);
+    if (s) {
+        double us = all_reduce_us(m, txc_sharding_mesh(s));
+        if (us >= 0)
+            fprintf(f, "all_reduce of one hidden-state row (%lld float32): %.1f us (median of 201)\n",
+                    (long long)txc_model_config(m)->hidden_size, us);
+    }
+}
+
+void txc_bench_tp_row(FILE *f, const char *mode, double seconds, uint64_t calls, double total_s, int64_t n_new)
+{
+    if (n_new <= 0)
+        return;
+    fprintf(f, "collectives, %s: %.3f ms per token (%.1f calls), %.1f%% of the run's time\n", mode,
+            seconds * 1e3 / (double)n_new, (double)calls / (double)n_new,
+            total_s > 0 ? 100.0 * seconds / total_s : 0);
+}
