@@ -108,6 +108,23 @@ static void test_digits_flag_not_bool(void **state)
     assert_non_null(strstr(txc_last_error(), "individual_digits"));
 }
 
+/* fuzz_tokenizer_load: TemplateProcessing's "<s>" carried id 1 in a
+ * vocabulary of one token; encode with add_special_tokens returned it. */
+static void test_post_processor_id_outside_vocab(void **state)
+{
+    (void)state;
+    static const char json[] =
+        "{\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":\"<s>\","
+        "\"type_id\":0}},{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}],\"pair\":[],\"special_tokens\":{\"<s>\":"
+        "{\"id\":\"<s>\",\"ids\":[1],\"tokens\":[\"<s>\"]}}},"
+        "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]}}";
+    txc_tokenizer *t = NULL;
+    txc_clear_error();
+    assert_int_equal(txc_tokenizer_parse(json, strlen(json), &t), TXC_ERR_FORMAT);
+    assert_null(t);
+    assert_non_null(strstr(txc_last_error(), "special token id 1 is outside the vocabulary (size 1)"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -115,6 +132,7 @@ int main(void)
         cmocka_unit_test(test_added_tokens_after_shared_ids),
         cmocka_unit_test(test_tokenizer_not_utf8),
         cmocka_unit_test(test_digits_flag_not_bool),
+        cmocka_unit_test(test_post_processor_id_outside_vocab),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

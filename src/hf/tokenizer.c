@@ -441,6 +441,22 @@ static void find_bos(txc_tokenizer *t)
 }
 
 
+/* TemplateProcessing's special tokens carry their own ids ("special_tokens":
+ * {"<s>": {"ids": [1]}}); the crate emits them unchecked, and an id outside
+ * the vocabulary (model + added tokens) then cannot be decoded or embedded:
+ * refused at load, naming the id. */
+static txc_status check_post_ids(const txc_tokenizer *t)
+{
+    for (size_t i = 0; i < t->n_post; i++)
+        for (size_t k = 0; t->post[i].kind == TK_POST_TEMPLATE && k < t->post[i].n_single; k++) {
+            int32_t id = t->post[i].single[k];
+            if (id >= t->n_ids)
+                return txc_error(TXC_ERR_FORMAT, "tokenizer.json: post_processor: special token id %d is outside "
+                                                 "the vocabulary (size %d)", (int)id, (int)t->n_ids);
+        }
+    return TXC_OK;
+}
+
 static txc_status load_json(txc_tokenizer *t, const cJSON *root)
 {
     if (!cJSON_IsObject(root))
@@ -460,6 +476,8 @@ static txc_status load_json(txc_tokenizer *t, const cJSON *root)
         st = tk_parse_decoder(t, cJSON_GetObjectItemCaseSensitive(root, "decoder"));
     if (!st)
         st = load_added_tokens(t, cJSON_GetObjectItemCaseSensitive(root, "added_tokens"));
+    if (!st)
+        st = check_post_ids(t);
     if (!st)
         find_bos(t);
     return st;
