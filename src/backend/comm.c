@@ -34,6 +34,15 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* One collective done: its time since t0 and its bytes join the counters. */
+static txc_status count_call(double t0, size_t bytes)
+{
+    stat_seconds += now_s() - t0;
+    stat_calls++;
+    stat_bytes += bytes;
+    return TXC_OK;
+}
+
 static bool launched_by_mpirun(void)
 {
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK");
@@ -222,10 +231,7 @@ txc_status txc_comm_all_gather(int group, const void *send, void *recv, size_t b
             return s;
 #endif
     }
-    stat_seconds += now_s() - t0;
-    stat_calls++;
-    stat_bytes += bytes;
-    return TXC_OK;
+    return count_call(t0, bytes);
 }
 
 txc_status txc_comm_broadcast(int group, void *buf, size_t bytes, int root, const char *what)
@@ -248,10 +254,7 @@ txc_status txc_comm_broadcast(int group, void *buf, size_t bytes, int root, cons
             return s;
     }
 #endif
-    stat_seconds += now_s() - t0;
-    stat_calls++;
-    stat_bytes += bytes;
-    return TXC_OK;
+    return count_call(t0, bytes);
 }
 
 txc_status txc_comm_barrier(int group)
