@@ -104,3 +104,12 @@ def test_module_to_txc(env):
     got = lin(x.to("txc"))
     assert isinstance(got, txc.Tensor)
     assert torch.allclose(got.cpu(), want.detach(), atol=1e-6)
+
+
+def test_ones_size_rules():
+    # torch.ones: a float size is a TypeError, a negative one names the dimension
+    with pytest.raises(TypeError):
+        txc.ones((2.5, 2))
+    with pytest.raises(RuntimeError, match="negative dimension -1"):
+        txc.ones((-1, 4))
+    assert tuple(txc.interop.torch_view(txc.ones((0, 4))).shape) == (0, 4)

@@ -12,6 +12,7 @@ environment (`_env`); inside `with env:` a TorchDispatchMode maps each aten
 op to the C op table (txc/_ops_table.py); txc.jit (txc.interop.jax_jit)
 traces a torch function into a compiled txc plan.
 """
+import operator
 import threading
 
 import torch
@@ -59,7 +60,12 @@ def disable_globally():
 def _shape(size):
     if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
         size = size[0]
-    return tuple(int(s) for s in size)
+    # torch's rules: sizes are integers (operator.index: a float is a TypeError), none negative
+    shape = tuple(operator.index(s) for s in size)
+    if any(d < 0 for d in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{min(shape)}: {list(shape)}")
+    return shape
 
 
 def _dt(dtype):

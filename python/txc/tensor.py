@@ -12,6 +12,7 @@ F.linear) and for constructors with device='txc'.
 
 import contextlib
 import math
+import operator
 import threading
 
 import torch
@@ -416,7 +417,7 @@ class Environment(contextlib.ContextDecorator):
                     (torch.bool if isinstance(value, bool) else torch.get_default_dtype())
         if dtype is None:
             dtype = torch.get_default_dtype()
-        return self.wrap(_C.full(self._c, tuple(int(s) for s in size), float(value), t2x_dtype(dtype)))
+        return self.wrap(_C.full(self._c, tuple(operator.index(s) for s in size), float(value), t2x_dtype(dtype)))
 
     def _to_copy(self, func, args, kwargs):
         b = self._bind(func, args, kwargs)
