@@ -219,6 +219,14 @@ static void test_static_cache_overflow(void **state)
     assert_non_null(strstr(txc_last_error(), "max_cache_len 4"));
     assert_int_equal(txc_kv_cache_seq_length(cache), 2);
     txc_clear_error();
+    /* a missing argument is an error with its own message, not a silent NULL */
+    assert_null(txc_model_forward(m, in, NULL, cache, NULL, 1));
+    assert_int_equal(txc_last_status(), TXC_ERR_INVALID);
+    assert_non_null(strstr(txc_last_error(), "cache_position"));
+    txc_clear_error();
+    assert_null(txc_model_forward(m, NULL, NULL, cache, txc_arange(env, 2, 3, 1, TXC_I64), 1));
+    assert_int_equal(txc_last_status(), TXC_ERR_INVALID);
+    txc_clear_error();
     txc_kv_cache_free(cache);
     txc_env_scope_end(env, mark);
     txc_model_free(m);

@@ -834,8 +834,12 @@ txc_tensor *txc_model_forward_with(txc_model *m, txc_tensor *const *params, txc_
                                    txc_tensor *position_ids, txc_kv_cache *cache, txc_tensor *cache_position,
                                    int64_t logits_to_keep, txc_tensor *logits_index)
 {
-    if (!input_ids || !cache_position)
+    if (!input_ids || !cache_position) {
+        /* a NULL from a failed op keeps that op's error; a NULL passed on
+         * purpose gets its own */
+        txc_error(TXC_ERR_INVALID, "forward: input_ids and cache_position are required (NULL given)");
         return NULL;
+    }
     int cp_dims = txc_tensor_ndim(cache_position);
     if (txc_tensor_ndim(input_ids) != 2 || (cp_dims != 1 && cp_dims != 2) ||
         txc_tensor_size(cache_position, cp_dims - 1) != txc_tensor_size(input_ids, 1) ||
