@@ -7,8 +7,9 @@
  * bit, the same formula test_shard checks over MPI ranks); the thread
  * split; a failed device ends its peers' collectives with an error that
  * names it (no wait); and for stories260K and every architecture fixture
- * (tests/fixtures/arch) at tp 2 and 4 (where the heads divide; else the
- * error naming the sizes that work) greedy tokens equal to the unsharded
+ * (tests/fixtures/arch) at tp 2 and 4 (where the heads divide, the kv
+ * heads replicated where the size is a multiple of them; else the error
+ * naming the sizes that work) greedy tokens equal to the unsharded
  * model's, eager and compiled, and the prompt's logits within 1e-5 of the
  * row's largest magnitude. cmocka's asserts jump on the thread that runs
  * the test, so the device threads record their first failure and the test
@@ -233,7 +234,7 @@ enum { N_IDS = 7, NEW = 12 };
 
 typedef struct model_case {
     const char *name, *dir;
-    int64_t vocab;
+    int64_t vocab, kv_heads;
     float *logits; /* the unsharded model's (N_IDS, vocab) */
     int32_t tokens[2][NEW]; /* eager, compiled */
     bool refused;           /* this tp does not divide the heads */
@@ -288,6 +289,9 @@ static int model_fn(void *ctx, int d)
         txc_mesh_free(mesh);
         CHECK(false, "%s: load at tp %d: %s", mc->name, n, txc_last_error());
     }
+    const txc_hf_config *lc = txc_model_config(tp);
+    CHECK(lc->num_key_value_heads == (mc->kv_heads % n ? 1 : mc->kv_heads / n), "%s: %lld local kv heads at tp %d",
+          mc->name, (long long)lc->num_key_value_heads, n);
     int rc = 0;
     txc_env *env = txc_model_env(tp);
     int mark = txc_env_scope_begin(env);
@@ -325,7 +329,7 @@ static void check_model(const char *name, const char *dir)
     if (txc_model_load(dir, &fo, &full) != TXC_OK)
         fail_msg("%s: %s", name, txc_last_error());
     const txc_hf_config *c = txc_model_config(full);
-    model_case mc = {.name = name, .dir = dir, .vocab = c->vocab_size};
+    model_case mc = {.name = name, .dir = dir, .vocab = c->vocab_size, .kv_heads = c->num_key_value_heads};
     txc_env *env = txc_model_env(full);
     int mark = txc_env_scope_begin(env);
     txc_tensor *lg = prompt_logits(full);
@@ -338,11 +342,14 @@ static void check_model(const char *name, const char *dir)
             fail_msg("%s: generate: %s", name, txc_last_error());
     const bool gpt2 = strcmp(c->model_type, "gpt2") == 0;
     for (int n = 2; n <= 4; n *= 2) {
-        mc.refused = gpt2 || c->num_attention_heads % n || c->num_key_value_heads % n || c->intermediate_size % n;
+        /* (a size that is a multiple of num_key_value_heads replicates the kv heads) */
+        mc.refused = gpt2 || c->num_attention_heads % n || c->intermediate_size % n ||
+                     (c->num_key_value_heads % n && n % c->num_key_value_heads);
         reset();
         assert_no_failure(txc_devices_run(n, NULL, model_fn, &mc, NULL));
         if (!mc.refused)
-            printf("  %s: tp %d in one process ok\n", name, n);
+            printf("  %s: tp %d in one process ok%s\n", name, n,
+                   c->num_key_value_heads % n ? " (kv heads replicated)" : "");
     }
     free(mc.logits);
     txc_model_free(full);

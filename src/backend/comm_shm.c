@@ -10,6 +10,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +23,13 @@
 #include <unistd.h>
 #endif
 
-#define SPIN_S 100e-6 /* a wait spins this long before it sleeps (the thread pool's) */
+/* A wait spins on the generation word for SPIN_S (the peer is running on
+ * another core: it arrives within microseconds), then yields the CPU until
+ * YIELD_S (the peer may need this core: more threads than cores), then
+ * sleeps on the futex in 2 ms slices, watching the failure flag and the
+ * deadline between them. */
+#define SPIN_S 50e-6
+#define YIELD_S 200e-6
 
 typedef struct shm_group {
     int size;
@@ -105,8 +112,13 @@ static txc_status group_barrier(shm_device *d, shm_group *g, const char *what, s
         if (atomic_load_explicit(&g->gen, memory_order_acquire) != gen)
             return TXC_OK;
         cpu_relax();
-        if ((i & 255) == 255 && txc_comm_now() - t0 > SPIN_S)
-            break;
+        if ((i & 63) == 63) {
+            double t = txc_comm_now() - t0;
+            if (t > YIELD_S)
+                break;
+            if (t > SPIN_S)
+                sched_yield();
+        }
     }
     char who[32];
     snprintf(who, sizeof who, "device %d", d->rank);
