@@ -175,8 +175,9 @@ txc_tensor *txc_vocab_parallel_embedding(txc_tensor *weight, txc_tensor *ids, in
  * device's first collective waits for a peer still loading. */
 txc_status txc_sync_global_devices(void);
 
-/* Seconds and calls spent in collectives by this process since the last
- * reset (txc bench --tp's "collectives" line). */
+/* Seconds and calls spent in collectives by the calling thread's device
+ * (this process, or an in-process device) since its last reset (txc bench
+ * --tp's "collectives" line). */
 void txc_collective_stats(double *seconds, uint64_t *calls, uint64_t *bytes);
 void txc_collective_stats_reset(void);
 /* Bound every later collective to `seconds` (> 0). */

@@ -1,7 +1,7 @@
 /*
  * txc/threads.h — the CPU thread pool (backend layer).
  *
- * One pool per process: persistent workers, created on the first parallel
+ * A pool (the process's, or an in-process device's, see below): persistent workers, created on the first parallel
  * call after a thread count > 1 is chosen, never per op or per token. A
  * parallel call wakes them through one generation counter (workers spin
  * briefly on it, then sleep on a futex) and waits for them the same way;

@@ -203,7 +203,8 @@ txc_status txc_comm_broadcast(int group, void *buf, size_t bytes, int root, cons
         return txc_error(TXC_ERR_INVALID, "%s: root %d is not a rank of a group of %d", what, root,
                          c->group_sizes[group]);
     const double t0 = txc_comm_now();
-    if (c->be && c->group_sizes[group] > 1 && (s = c->be->broadcast(c->self, c->handles[group], buf, bytes, root, what)))
+    if (c->be && c->group_sizes[group] > 1 &&
+        (s = c->be->broadcast(c->self, c->handles[group], buf, bytes, root, what)))
         return s;
     return count_call(c, t0, bytes);
 }

@@ -49,10 +49,16 @@ txc_status txc_tp_setup(txc_model *m, txc_mesh *mesh)
     const int64_t H = c->num_attention_heads, KV = c->num_key_value_heads, I = c->intermediate_size;
     /* a size works when it divides the heads and the intermediate size, and divides the kv heads or is a
      * multiple of them (replicated kv heads) */
-#define TP_SIZE_WORKS(t) (H % (t) == 0 && I % (t) == 0 && (KV % (t) == 0 || (t) % KV == 0))
-    const char *bad = H % n ? "num_attention_heads" : I % n ? "intermediate_size" : !TP_SIZE_WORKS(n) ? "num_key_value_heads" : NULL;
+#define TP_SIZE_WORKS(t) (H % (t) == 0 && I % (t) == 0 && KV > 0 && (KV % (t) == 0 || (t) % KV == 0))
+    const char *bad = NULL;
+    int64_t v = 0;
+    if (H % n)
+        bad = "num_attention_heads", v = H;
+    else if (I % n)
+        bad = "intermediate_size", v = I;
+    else if (!TP_SIZE_WORKS(n))
+        bad = "num_key_value_heads", v = KV;
     if (bad) {
-        const int64_t v = H % n ? H : I % n ? I : KV;
         char ok[128];
         size_t o = 0;
         ok[0] = 0;
@@ -62,7 +68,7 @@ txc_status txc_tp_setup(txc_model *m, txc_mesh *mesh)
         return txc_error(TXC_ERR_INVALID, "--tp %lld: %s %lld does not divide by %lld%s (tensor-parallel sizes that "
                                           "work: %s)",
                          (long long)n, bad, (long long)v, (long long)n,
-                         bad[4] == 'k' ? " nor is the size a multiple of it" : "", ok);
+                         v == KV && strcmp(bad, "num_key_value_heads") == 0 ? " nor is the size a multiple of it" : "", ok);
     }
 #undef TP_SIZE_WORKS
     m->kv_rep = KV % n == 0 ? 1 : n / KV;

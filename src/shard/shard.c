@@ -31,7 +31,10 @@ int txc_process_index(void) { return txc_comm_init() ? 0 : txc_comm_process_rank
 int txc_process_count(void) { return txc_comm_init() ? 1 : txc_comm_process_count(); }
 int txc_device_count(void) { return txc_comm_init() ? 1 : txc_comm_world_size(); }
 int txc_device_index(void) { return txc_comm_init() ? 0 : txc_comm_world_rank(); }
-const char *txc_collective_transport(void) { return txc_comm_init() ? "nothing (one device)" : txc_comm_backend_name(); }
+const char *txc_collective_transport(void)
+{
+    return txc_comm_init() ? "nothing (one device)" : txc_comm_backend_name();
+}
 bool txc_distributed_is_mpi(void) { return txc_comm_init() == TXC_OK && txc_comm_is_mpi(); }
 
 static int axis_of(const txc_mesh *m, const char *name)
