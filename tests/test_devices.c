@@ -168,9 +168,13 @@ static int threads_fn(void *ctx, int d)
     CHECK(txc_threads_get() == want[d], "threads %d, want %d", txc_threads_get(), want[d]);
     /* a parallel loop on the device's own pool */
     int64_t shape[1] = {4096};
-    txc_tensor *a = txc_ones(txc_env_active(), 1, shape, TXC_F32);
+    txc_env *env = txc_env_active();
+    int mark = txc_env_scope_begin(env);
+    txc_tensor *a = txc_ones(env, 1, shape, TXC_F32);
     txc_tensor *s = txc_sum(txc_mul_scalar(a, 2.0), 0, NULL, false);
-    CHECK(s && txc_tensor_item(s) == 8192.0, "sum");
+    const bool ok = s && txc_tensor_item(s) == 8192.0;
+    txc_env_scope_end(env, mark);
+    CHECK(ok, "sum");
     return 0;
 }
 
@@ -195,8 +199,11 @@ static int fail_fn(void *ctx, int d)
     txc_mesh *mesh = tp_mesh();
     CHECK(mesh, "mesh: %s", txc_last_error());
     float v[4] = {1, 2, 3, 4};
-    txc_tensor *x = txc_tensor_from_data(txc_env_active(), TXC_F32, 1, (int64_t[]){4}, v);
+    txc_env *env = txc_env_active();
+    int mark = txc_env_scope_begin(env);
+    txc_tensor *x = txc_tensor_from_data(env, TXC_F32, 1, (int64_t[]){4}, v);
     txc_tensor *y = txc_all_reduce(x, mesh, "tp");
+    txc_env_scope_end(env, mark);
     txc_mesh_free(mesh);
     CHECK(!y, "an all_reduce with a failed peer returned");
     CHECK(strstr(txc_last_error(), "device 1 failed (device one's own failure)"), "error: %s", txc_last_error());
