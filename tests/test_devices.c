@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "txc/generate.h"
 #include "txc/model.h"
@@ -234,6 +236,56 @@ static void test_failure(void **state)
         fail_msg("error: %s", txc_last_error());
 }
 
+/* A stalled device: past the deadline the process ends with one line and exit status 3, never a hang. */
+static int stall_fn(void *ctx, int d)
+{
+    (void)ctx;
+    if (d == 1) {
+        sleep(5); /* past the 0.5 s deadline */
+        return 0;
+    }
+    txc_mesh *mesh = tp_mesh();
+    float v[4] = {1, 2, 3, 4};
+    txc_env *env = txc_env_active();
+    int mark = txc_env_scope_begin(env);
+    txc_all_reduce(txc_tensor_from_data(env, TXC_F32, 1, (int64_t[]){4}, v), mesh, "tp");
+    txc_env_scope_end(env, mark);
+    txc_mesh_free(mesh);
+    return 0;
+}
+
+static void test_timeout(void **state)
+{
+    (void)state;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], STDERR_FILENO);
+        close(fds[0]);
+        txc_collective_set_timeout(0.5);
+        txc_devices_run(2, NULL, stall_fn, NULL, NULL);
+        _exit(0); /* (not reached: the timeout ends the process) */
+    }
+    close(fds[1]);
+    char buf[1024];
+    ssize_t n, got = 0;
+    while (got < (ssize_t)sizeof buf - 1 && (n = read(fds[0], buf + got, sizeof buf - 1 - (size_t)got)) > 0)
+        got += n;
+    buf[got] = 0;
+    close(fds[0]);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 3);
+    if (!strstr(buf, "txc: device 0: _c10d_functional::all_reduce of 16 bytes timed out after 0.5 s waiting for its peers") ||
+        strchr(buf, '\n') != buf + strlen(buf) - 1)
+        fail_msg("stderr: %s", buf);
+}
+
 /* ---- tensor-parallel models ----------------------------------------------------------- */
 
 static const int32_t ids[] = {1, 7, 42, 3, 99, 12, 5};
@@ -383,6 +435,7 @@ int main(void)
         cmocka_unit_test(test_collectives),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_failure),
+        cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_tp_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -162,7 +162,7 @@ void txc_comm_check_deadline(double deadline, const char *who, const char *what,
     if (txc_comm_now() <= deadline)
         return;
     fprintf(stderr,
-            "txc: %s: %s of %zu bytes timed out after %.0f s waiting for its peers (a %s died, stalled or cannot be "
+            "txc: %s: %s of %zu bytes timed out after %g s waiting for its peers (a %s died, stalled or cannot be "
             "reached; TXC_COLLECTIVE_TIMEOUT)\n",
             who, what, bytes, timeout_s, bound ? "device" : "rank");
     txc_comm_abort(3);
