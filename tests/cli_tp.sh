@@ -81,5 +81,29 @@ else
   bad "--tp 3 (rc $rc): $(cat "$tmp/e3")"
 fi
 
+# under mpirun: an argument error is printed once (by rank 0), every rank exits nonzero; no --tp is refused
+mpi_error() { # NAME NEEDLE COMMAND...: nonzero, one "txc:" line holding NEEDLE, nothing on stdout
+  local name=$1 needle=$2
+  shift 2
+  mpi 2 "$@" >"$tmp/mo" 2>"$tmp/me"
+  local rc=$? n
+  n=$(grep -c "^txc:" "$tmp/me")
+  if [ $rc -ne 0 ] && [ "$n" -eq 1 ] && grep -q -- "$needle" "$tmp/me" && [ ! -s "$tmp/mo" ]; then
+    ok "$name"
+  else
+    bad "$name: rc $rc, $n lines: $(cat "$tmp/me") $(head -c 200 "$tmp/mo")"
+  fi
+}
+mpi_error "mpirun -np 2 generate without --tp: refused, once" "without --tp" \
+  "$TXC" generate --model "$MODEL" --prompt x -n 4 --threads 1
+mpi_error "mpirun -np 2: an unknown option, once" "is unknown" "$TXC" generate --model "$MODEL" --bogus --tp 2
+mpi_error "mpirun -np 2: a bad value after --tp, once" "--max-new-tokens" \
+  "$TXC" generate --model "$MODEL" --tp 2 --max-new-tokens 0
+mpi_error "mpirun -np 2 bench without --tp: refused, once" "without --tp" \
+  "$TXC" bench --model "$MODEL" -n 4 --threads 1
+mpi_error "mpirun -np 2 tokenize: refused, once" "does not run under mpirun" "$TXC" tokenize --model "$MODEL" x
+mpi_error "mpirun -np 2 --devices: refused, once" "under mpirun" \
+  "$TXC" generate --model "$MODEL" --prompt x --tp 2 --devices cpu:2 --threads 2
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -4,11 +4,19 @@
  * jax.distributed; torchax's `apply_jax_(jax.device_put,
  * NamedSharding(mesh, P()))`).
  *
- * Multi-controller, as JAX on several hosts: every process runs the same
- * program (SPMD) and is one device; started by `mpirun -np N` the N
- * processes are the devices 0..N-1 (MPI_COMM_WORLD ranks, Open MPI across
- * processes and hosts), started alone it is the one device 0. Each process
- * holds the addressable shards of its device only. A tensor placed with a
+ * Two ways to have several devices, both running the same program (SPMD):
+ *   - multi-controller, as JAX on several hosts: every process is one
+ *     device; started by `mpirun -np N` the N processes are the devices
+ *     0..N-1 (MPI_COMM_WORLD ranks, Open MPI across processes and hosts),
+ *     started alone it is the one device 0;
+ *   - in-process CPU devices (as JAX's host platform with
+ *     --xla_force_host_platform_device_count=N): txc_devices_run runs a
+ *     function on N devices of one process, each a thread with its own
+ *     share of the threads (its own thread pool), its own memory (its env,
+ *     its tensors) and its device index; collectives between them go over
+ *     shared memory.
+ * Each device holds its addressable shards only; the calls below made on
+ * a device's thread are that device's. A tensor placed with a
  * NamedSharding is its local shard (the local shape) and knows its
  * sharding (txc_tensor_sharding); ops on it run on the local shard, as in
  * JAX's shard_map, and their results carry no sharding: a program that
@@ -19,7 +27,8 @@
  * all_gather_into_tensor, reduce_scatter_tensor, broadcast, as torchax
  * lowers them), so the JIT records them as plan nodes like any other op.
  * Reductions sum in rank order (every rank gathers the partials and adds
- * them left to right), so every rank and every run get the same bits.
+ * them left to right), so every rank and every run get the same bits, over
+ * MPI and over shared memory alike.
  * Every collective has a deadline (TXC_COLLECTIVE_TIMEOUT seconds, default
  * 60): a rank that died or cannot be reached ends the job with one line on
  * stderr and a nonzero exit (MPI_Abort), never a hang.
@@ -42,14 +51,43 @@ extern "C" {
  * built without MPI), TXC_ERR_IO (MPI_Init failed), TXC_ERR_INVALID
  * (TXC_COLLECTIVE_TIMEOUT not a positive number). */
 txc_status txc_distributed_init(void);
-/* jax.process_index() / jax.process_count() / jax.device_count(): this
- * process's rank, the number of processes, the number of devices (one
- * per process). */
+/* jax.process_index() / jax.process_count(): this process's rank and the
+ * number of processes (MPI; 1 without mpirun). jax.device_count(): the
+ * devices of the calling thread's job (the processes, or the in-process
+ * devices on a txc_devices_run thread); txc_device_index: the calling
+ * thread's device among them (jax.Device.id). */
 int txc_process_index(void);
 int txc_process_count(void);
 int txc_device_count(void);
-/* Whether the processes talk over MPI (false: a job of one). */
+int txc_device_index(void);
+/* Whether the processes talk over MPI (false: a job of one process). */
 bool txc_distributed_is_mpi(void);
+/* The calling thread's transport: "MPI", "shared memory" (an in-process
+ * device) or "nothing (one device)". */
+const char *txc_collective_transport(void);
+
+/* Run fn(ctx, d) on n_devices in-process CPU devices d = 0..n_devices-1
+ * (1 to 64), SPMD: device 0 on the calling thread, the others on threads
+ * of their own; device d gets a thread pool of threads[d] threads (>= 1;
+ * NULL: 1 each) bound to its thread, so its parallel ops never wait for
+ * another device's, an env of its own entered on its thread (named
+ * "cpu:d"; txc_env_active() there: what it loads and computes lives in
+ * it), and txc_device_count() = n_devices,
+ * txc_device_index() = d there. Meshes made on the device threads (each
+ * makes the same meshes in the same order, as MPI ranks do) span the
+ * devices; their collectives go over shared memory, summed in device
+ * order (the same bits as over MPI). rcs[d] (NULL: not kept) gets fn's
+ * return value (0: success); a device whose fn fails (nonzero) marks the
+ * job failed, with its thread's txc_last_error(): its peers' collectives
+ * then fail at once naming it, never wait. Collectives keep their
+ * deadline (TXC_COLLECTIVE_TIMEOUT): a device stalled past it ends the
+ * process with one line on stderr, exit status 3. Returns TXC_OK when
+ * every device returned 0; the first failed device's status (its error
+ * recorded on the calling thread) otherwise; TXC_ERR_INVALID (a count out
+ * of range), TXC_ERR_UNSUPPORTED (inside an MPI job of several processes,
+ * or on a device thread), TXC_ERR_NOMEM / TXC_ERR_IO (no thread). */
+typedef int (*txc_device_fn)(void *ctx, int device);
+txc_status txc_devices_run(int n_devices, const int *threads, txc_device_fn fn, void *ctx, int *rcs);
 
 #define TXC_MESH_MAX_AXES 4
 typedef struct txc_mesh txc_mesh;
@@ -129,8 +167,17 @@ txc_tensor *txc_broadcast(txc_tensor *x, const txc_mesh *mesh, const char *axis,
  * the whole lookup. */
 txc_tensor *txc_vocab_parallel_embedding(txc_tensor *weight, txc_tensor *ids, int64_t offset);
 
-/* Seconds and calls spent in collectives by this process since the last
- * reset (txc bench --tp's "collectives" line). */
+/* jax.experimental.multihost_utils.sync_global_devices: returns when
+ * every device of the calling thread's job has called it (a barrier over
+ * the MPI ranks or the in-process devices; at once in a job of one).
+ * Errors: TXC_ERR_IO (a peer failed); past the deadline the job ends as a
+ * collective's does. txc bench calls it before each timed run, so that no
+ * device's first collective waits for a peer still loading. */
+txc_status txc_sync_global_devices(void);
+
+/* Seconds and calls spent in collectives by the calling thread's device
+ * (this process, or an in-process device) since its last reset (txc bench
+ * --tp's "collectives" line). */
 void txc_collective_stats(double *seconds, uint64_t *calls, uint64_t *bytes);
 void txc_collective_stats_reset(void);
 /* Bound every later collective to `seconds` (> 0). */

@@ -1,7 +1,7 @@
 /*
  * txc/threads.h — the CPU thread pool (backend layer).
  *
- * One pool per process: persistent workers, created on the first parallel
+ * A pool (the process's, or an in-process device's, see below): persistent workers, created on the first parallel
  * call after a thread count > 1 is chosen, never per op or per token. A
  * parallel call wakes them through one generation counter (workers spin
  * briefly on it, then sleep on a futex) and waits for them the same way;
@@ -20,6 +20,11 @@
  * A parallel call made from inside a task, or while another thread's
  * parallel call holds the pool, runs its tasks serially on the calling
  * thread (same results: the split is the caller's, not the pool's).
+ *
+ * Pools: the process has one; an in-process CPU device (txc/shard.h,
+ * txc_devices_run) has its own, bound to its thread (txc_thread_pool_bind):
+ * that thread's parallel calls, txc_threads_get and txc_threads_set use its
+ * pool, so the devices' threads never wait for one another inside an op.
  */
 #ifndef TXC_THREADS_H
 #define TXC_THREADS_H
@@ -61,6 +66,22 @@ void txc_parallel_for_dynamic(int64_t n_tasks, txc_task_fn fn, void *ctx);
  * thread-local scratch buffers); one at most. Takes no lock: it may be
  * called from inside a parallel task. */
 void txc_threads_set_worker_exit(void (*fn)(void));
+
+/* Run the worker-exit function (txc_threads_set_worker_exit) on the
+ * calling thread: for a thread that made parallel calls and ends (an
+ * in-process device's), as workers do when they exit. */
+void txc_threads_thread_exit(void);
+
+/* A pool of its own (n_threads 1..TXC_MAX_THREADS: the binding thread and
+ * n_threads - 1 workers, started on its first parallel call). NULL on
+ * error (TXC_ERR_INVALID, TXC_ERR_NOMEM). */
+typedef struct txc_thread_pool txc_thread_pool;
+txc_thread_pool *txc_thread_pool_new(int n_threads);
+/* Joins its workers; the pool must not be bound to a thread any more. */
+void txc_thread_pool_free(txc_thread_pool *pool);
+/* The pool the calling thread's parallel calls use from now on (NULL: the
+ * process's); returns the one bound before (NULL: the process's). */
+txc_thread_pool *txc_thread_pool_bind(txc_thread_pool *pool);
 
 /* Join every worker now (the count is kept: the next parallel call starts
  * them again). Also run at exit. */

@@ -1,4 +1,5 @@
-/* The CPU thread pool: persistent workers, one generation counter to post a
+/* The CPU thread pools (the process's, and one per in-process device):
+ * persistent workers, one generation counter to post a
  * job, a fixed task-to-thread mapping, a pending counter to wait on; spin briefly,
  * then sleep on a futex (Linux) — see include/txc/threads.h. */
 #define _GNU_SOURCE
@@ -31,23 +32,13 @@
  * processes ran 10-15% slower adaptive, so the fixed spin stays there.) */
 #define SPIN_MIN_NS 2000
 #define SPIN_MAX_NS 200000
-static _Atomic int64_t spin_ns = 100000;
+struct txc_thread_pool;
+typedef struct worker_arg {
+    struct txc_thread_pool *pool;
+    int id;
+} worker_arg;
 
-static _Atomic int spin_adapts; /* set while the pool has more threads than CPUs */
-
-static void adapt_spin(int64_t spun, int64_t waited)
-{
-    if (!atomic_load_explicit(&spin_adapts, memory_order_relaxed))
-        return;
-    int64_t s = atomic_load_explicit(&spin_ns, memory_order_relaxed);
-    if (waited > 4 * spun + 20000)
-        s = s / 2 < SPIN_MIN_NS ? SPIN_MIN_NS : s / 2;
-    else
-        s = s * 2 > SPIN_MAX_NS ? SPIN_MAX_NS : s * 2;
-    atomic_store_explicit(&spin_ns, s, memory_order_relaxed);
-}
-
-static struct {
+struct txc_thread_pool {
     pthread_mutex_t lock; /* held by a parallel call, by set/shutdown */
     int n_threads;        /* configured; 0: not yet resolved */
     int n_workers;        /* running workers (the caller is the extra thread) */
@@ -74,9 +65,33 @@ static struct {
     _Atomic int sleepers;     /* workers asleep (or about to be) on gen */
     _Atomic int main_waiting;
     _Atomic int stop;
-    void (*worker_exit)(void);
     bool atexit_done;
-} pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    _Atomic int64_t spin_ns; /* how long a wait spins before it sleeps */
+    _Atomic int spin_adapts; /* set while the pool has more threads than CPUs */
+    worker_arg args[TXC_MAX_THREADS];
+};
+
+#define SPIN_DEFAULT_NS 100000
+
+/* The process's pool, and the one this thread's parallel calls use (an
+ * in-process device's own, txc_thread_pool_bind; NULL: the process's). */
+static struct txc_thread_pool process_pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .spin_ns = SPIN_DEFAULT_NS};
+static _Thread_local struct txc_thread_pool *bound_pool;
+static void (*_Atomic worker_exit)(void); /* one for every pool */
+
+static inline struct txc_thread_pool *current(void) { return bound_pool ? bound_pool : &process_pool; }
+
+static void adapt_spin(struct txc_thread_pool *p, int64_t spun, int64_t waited)
+{
+    if (!atomic_load_explicit(&p->spin_adapts, memory_order_relaxed))
+        return;
+    int64_t s = atomic_load_explicit(&p->spin_ns, memory_order_relaxed);
+    if (waited > 4 * spun + 20000)
+        s = s / 2 < SPIN_MIN_NS ? SPIN_MIN_NS : s / 2;
+    else
+        s = s * 2 > SPIN_MAX_NS ? SPIN_MAX_NS : s * 2;
+    atomic_store_explicit(&p->spin_ns, s, memory_order_relaxed);
+}
 
 static _Thread_local bool in_task; /* nested calls run serially */
 
@@ -117,11 +132,11 @@ static void futex_wake(_Atomic uint32_t *word, int n)
 
 /* Wait until *word != value (spin, then sleep); returns the new value.
  * `sleeping` counts the sleepers so that the writer knows to wake them. */
-static uint32_t wait_change(_Atomic uint32_t *word, uint32_t value, _Atomic int *sleeping)
+static uint32_t wait_change(struct txc_thread_pool *p, _Atomic uint32_t *word, uint32_t value, _Atomic int *sleeping)
 {
     uint32_t v;
     int64_t t0 = 0, t = 0;
-    const int64_t limit = atomic_load_explicit(&spin_ns, memory_order_relaxed);
+    const int64_t limit = atomic_load_explicit(&p->spin_ns, memory_order_relaxed);
     for (int i = 0;; i++) {
         if ((v = atomic_load_explicit(word, memory_order_acquire)) != value)
             return v;
@@ -138,7 +153,7 @@ static uint32_t wait_change(_Atomic uint32_t *word, uint32_t value, _Atomic int 
     while ((v = atomic_load(word)) == value)
         futex_wait(word, value);
     atomic_fetch_sub(sleeping, 1);
-    adapt_spin(t - t0, now_ns() - t0);
+    adapt_spin(p, t - t0, now_ns() - t0);
     return v;
 }
 
@@ -152,58 +167,59 @@ static void run_share(int id, int n, txc_task_fn fn, void *ctx, int64_t n_tasks)
 }
 
 /* Take tasks of job `g` until none is left (or the job is over). */
-static void run_claims(uint32_t g, txc_task_fn fn, void *ctx, int64_t n_tasks)
+static void run_claims(struct txc_thread_pool *p, uint32_t g, txc_task_fn fn, void *ctx, int64_t n_tasks)
 {
-    uint64_t c = atomic_load_explicit(&pool.claim, memory_order_acquire);
+    
+    uint64_t c = atomic_load_explicit(&p->claim, memory_order_acquire);
     for (;;) {
         if ((uint32_t)(c >> 32) != g || (int64_t)(c & 0xffffffffu) >= n_tasks)
             return;
-        if (!atomic_compare_exchange_weak_explicit(&pool.claim, &c, c + 1, memory_order_acq_rel,
+        if (!atomic_compare_exchange_weak_explicit(&p->claim, &c, c + 1, memory_order_acq_rel,
                                                    memory_order_acquire))
             continue;
         fn(ctx, (int64_t)(c & 0xffffffffu));
-        uint32_t d = atomic_fetch_add_explicit(&pool.done, 1, memory_order_acq_rel) + 1;
-        if ((int64_t)d == n_tasks && atomic_load(&pool.main_waiting))
-            futex_wake(&pool.done, 1);
-        c = atomic_load_explicit(&pool.claim, memory_order_acquire);
+        uint32_t d = atomic_fetch_add_explicit(&p->done, 1, memory_order_acq_rel) + 1;
+        if ((int64_t)d == n_tasks && atomic_load(&p->main_waiting))
+            futex_wake(&p->done, 1);
+        c = atomic_load_explicit(&p->claim, memory_order_acquire);
     }
 }
 
-static void *worker_main(void *arg)
+static void *worker_main(void *arg_)
 {
-    const int id = (int)(intptr_t)arg;
+    const worker_arg *arg = arg_;
+    struct txc_thread_pool *const p = arg->pool;
+    const int id = arg->id;
     in_task = true;
-    uint32_t seen = pool.start_gen;
+    uint32_t seen = p->start_gen;
     for (;;) {
-        uint32_t g = wait_change(&pool.gen, seen, &pool.sleepers);
+        uint32_t g = wait_change(p, &p->gen, seen, &p->sleepers);
         while (g & 1) { /* the caller is writing a job: it takes no time */
             cpu_relax();
-            g = atomic_load_explicit(&pool.gen, memory_order_acquire);
+            g = atomic_load_explicit(&p->gen, memory_order_acquire);
         }
-        if (atomic_load(&pool.stop))
+        if (atomic_load(&p->stop))
             break;
-        txc_task_fn fn = atomic_load_explicit(&pool.fn, memory_order_relaxed);
-        void *ctx = atomic_load_explicit(&pool.ctx, memory_order_relaxed);
-        int64_t n_tasks = atomic_load_explicit(&pool.n_tasks, memory_order_relaxed);
-        int n_run = atomic_load_explicit(&pool.n_run, memory_order_relaxed);
-        bool dynamic = atomic_load_explicit(&pool.dynamic, memory_order_relaxed);
+        txc_task_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
+        void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
+        int64_t n_tasks = atomic_load_explicit(&p->n_tasks, memory_order_relaxed);
+        int n_run = atomic_load_explicit(&p->n_run, memory_order_relaxed);
+        bool dynamic = atomic_load_explicit(&p->dynamic, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&pool.gen, memory_order_relaxed) != g) {
+        if (atomic_load_explicit(&p->gen, memory_order_relaxed) != g) {
             seen = g; /* a newer job came while reading: take that one */
             continue;
         }
         seen = g;
         if (dynamic) {
-            run_claims(g, fn, ctx, n_tasks);
+            run_claims(p, g, fn, ctx, n_tasks);
             continue;
         }
         run_share(id, n_run, fn, ctx, n_tasks);
-        if (atomic_fetch_sub(&pool.pending, 1) == 1 && atomic_load(&pool.main_waiting))
-            futex_wake(&pool.pending, 1);
+        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->main_waiting))
+            futex_wake(&p->pending, 1);
     }
-    void (*exit_fn)(void) = __atomic_load_n(&pool.worker_exit, __ATOMIC_ACQUIRE);
-    if (exit_fn)
-        exit_fn();
+    txc_threads_thread_exit();
     return NULL;
 }
 
@@ -237,37 +253,40 @@ int txc_threads_default(void)
 
 int txc_threads_get(void)
 {
-    int n = __atomic_load_n(&pool.n_threads, __ATOMIC_RELAXED);
+    struct txc_thread_pool *p = current();
+    int n = __atomic_load_n(&p->n_threads, __ATOMIC_RELAXED);
     if (n > 0)
         return n;
     n = txc_threads_default();
     int zero = 0;
-    __atomic_compare_exchange_n(&pool.n_threads, &zero, n, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-    return __atomic_load_n(&pool.n_threads, __ATOMIC_RELAXED);
+    __atomic_compare_exchange_n(&p->n_threads, &zero, n, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return __atomic_load_n(&p->n_threads, __ATOMIC_RELAXED);
 }
 
 /* Join every worker; the caller holds the lock. */
-static void stop_workers(void)
+static void stop_workers(struct txc_thread_pool *p)
 {
-    if (!pool.n_workers)
+    if (!p->n_workers)
         return;
-    atomic_store(&pool.stop, 1);
-    atomic_fetch_add(&pool.gen, 2); /* (stays even: no job is being written) */
-    futex_wake(&pool.gen, INT_MAX);
-    for (int i = 0; i < pool.n_workers; i++)
-        pthread_join(pool.tid[i], NULL);
-    pool.n_workers = 0;
-    atomic_store(&pool.stop, 0);
+    atomic_store(&p->stop, 1);
+    atomic_fetch_add(&p->gen, 2); /* (stays even: no job is being written) */
+    futex_wake(&p->gen, INT_MAX);
+    for (int i = 0; i < p->n_workers; i++)
+        pthread_join(p->tid[i], NULL);
+    p->n_workers = 0;
+    atomic_store(&p->stop, 0);
 }
 
-void txc_threads_shutdown(void)
+static void shutdown_pool(struct txc_thread_pool *p)
 {
-    pthread_mutex_lock(&pool.lock);
-    stop_workers();
-    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_lock(&p->lock);
+    stop_workers(p);
+    pthread_mutex_unlock(&p->lock);
 }
 
-static void at_exit(void) { txc_threads_shutdown(); }
+void txc_threads_shutdown(void) { shutdown_pool(current()); }
+
+static void at_exit(void) { shutdown_pool(&process_pool); }
 
 txc_status txc_threads_set(int n)
 {
@@ -276,11 +295,12 @@ txc_status txc_threads_set(int n)
                          TXC_MAX_THREADS);
     if (n == 0)
         n = txc_threads_default();
-    pthread_mutex_lock(&pool.lock);
-    if (pool.n_workers > n - 1)
-        stop_workers();
-    __atomic_store_n(&pool.n_threads, n, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&pool.lock);
+    struct txc_thread_pool *p = current();
+    pthread_mutex_lock(&p->lock);
+    if (p->n_workers > n - 1)
+        stop_workers(p);
+    __atomic_store_n(&p->n_threads, n, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&p->lock);
     return TXC_OK;
 }
 
@@ -288,21 +308,69 @@ void txc_threads_set_worker_exit(void (*fn)(void))
 {
     /* No lock: it may be called from inside a parallel task, while the
      * caller of txc_parallel_for holds the pool. */
-    __atomic_store_n(&pool.worker_exit, fn, __ATOMIC_RELEASE);
+    atomic_store_explicit(&worker_exit, fn, memory_order_release);
+}
+
+void txc_threads_thread_exit(void)
+{
+    void (*fn)(void) = atomic_load_explicit(&worker_exit, memory_order_acquire);
+    if (fn)
+        fn();
+}
+
+txc_thread_pool *txc_thread_pool_new(int n_threads)
+{
+    if (n_threads < 1 || n_threads > TXC_MAX_THREADS) {
+        txc_error(TXC_ERR_INVALID, "thread pool: %d threads (1..%d)", n_threads, TXC_MAX_THREADS);
+        return NULL;
+    }
+    struct txc_thread_pool *p = calloc(1, sizeof *p);
+    if (!p) {
+        txc_error(TXC_ERR_NOMEM, "out of memory (thread pool)");
+        return NULL;
+    }
+    if (pthread_mutex_init(&p->lock, NULL) != 0) {
+        free(p);
+        txc_error(TXC_ERR_NOMEM, "thread pool: pthread_mutex_init failed");
+        return NULL;
+    }
+    p->n_threads = n_threads;
+    p->spin_ns = SPIN_DEFAULT_NS;
+    p->atexit_done = true; /* joined by txc_thread_pool_free */
+    return p;
+}
+
+void txc_thread_pool_free(txc_thread_pool *p)
+{
+    if (!p || p == &process_pool)
+        return;
+    shutdown_pool(p);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+txc_thread_pool *txc_thread_pool_bind(txc_thread_pool *p)
+{
+    txc_thread_pool *old = bound_pool;
+    bound_pool = p == &process_pool ? NULL : p;
+    return old;
 }
 
 /* Start workers up to want (the caller holds the lock). */
-static void start_workers(int want)
+static void start_workers(struct txc_thread_pool *p, int want)
 {
-    if (!pool.atexit_done) {
-        pool.atexit_done = true;
+    if (!p->atexit_done) {
+        p->atexit_done = true;
         atexit(at_exit);
     }
-    pool.start_gen = atomic_load(&pool.gen);
-    while (pool.n_workers < want) {
-        if (pthread_create(&pool.tid[pool.n_workers], NULL, worker_main, (void *)(intptr_t)(pool.n_workers + 1)) != 0)
+    p->start_gen = atomic_load(&p->gen);
+    while (p->n_workers < want) {
+        worker_arg *a = &p->args[p->n_workers];
+        a->pool = p;
+        a->id = p->n_workers + 1;
+        if (pthread_create(&p->tid[p->n_workers], NULL, worker_main, a) != 0)
             break; /* run with the ones there are */
-        pool.n_workers++;
+        p->n_workers++;
     }
 }
 
@@ -310,57 +378,58 @@ static void parallel_for(int64_t n_tasks, txc_task_fn fn, void *ctx, bool dynami
 {
     if (n_tasks <= 0)
         return;
+    struct txc_thread_pool *p = current();
     int nt = txc_threads_get();
-    if (n_tasks == 1 || nt <= 1 || in_task || pthread_mutex_trylock(&pool.lock) != 0) {
+    if (n_tasks == 1 || nt <= 1 || in_task || pthread_mutex_trylock(&p->lock) != 0) {
         for (int64_t t = 0; t < n_tasks; t++)
             fn(ctx, t);
         return;
     }
-    if (pool.n_workers != nt - 1) {
-        if (pool.n_workers > nt - 1)
-            stop_workers();
-        start_workers(nt - 1);
-        atomic_store(&spin_adapts, nt > cpus_available());
+    if (p->n_workers != nt - 1) {
+        if (p->n_workers > nt - 1)
+            stop_workers(p);
+        start_workers(p, nt - 1);
+        atomic_store(&p->spin_adapts, nt > cpus_available());
         if (nt <= cpus_available())
-            atomic_store(&spin_ns, 100000);
+            atomic_store(&p->spin_ns, SPIN_DEFAULT_NS);
     }
-    if (!pool.n_workers) {
-        pthread_mutex_unlock(&pool.lock);
+    if (!p->n_workers) {
+        pthread_mutex_unlock(&p->lock);
         for (int64_t t = 0; t < n_tasks; t++)
             fn(ctx, t);
         return;
     }
     if (n_tasks > (int64_t)0xffffffff)
         dynamic = false; /* (a claim holds 32 bits of task index) */
-    const uint32_t g0 = atomic_load_explicit(&pool.gen, memory_order_relaxed), g = g0 + 2;
-    atomic_store_explicit(&pool.gen, g0 + 1, memory_order_relaxed); /* odd: writing */
+    const uint32_t g0 = atomic_load_explicit(&p->gen, memory_order_relaxed), g = g0 + 2;
+    atomic_store_explicit(&p->gen, g0 + 1, memory_order_relaxed); /* odd: writing */
     atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&pool.fn, fn, memory_order_relaxed);
-    atomic_store_explicit(&pool.ctx, ctx, memory_order_relaxed);
-    atomic_store_explicit(&pool.n_tasks, n_tasks, memory_order_relaxed);
-    atomic_store_explicit(&pool.n_run, pool.n_workers + 1, memory_order_relaxed);
-    atomic_store_explicit(&pool.dynamic, dynamic, memory_order_relaxed);
-    atomic_store_explicit(&pool.pending, dynamic ? 0 : (uint32_t)pool.n_workers, memory_order_relaxed);
-    atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
-    atomic_store_explicit(&pool.claim, (uint64_t)g << 32, memory_order_relaxed);
-    atomic_store_explicit(&pool.gen, g, memory_order_release); /* publishes the job */
-    if (atomic_load(&pool.sleepers))
-        futex_wake(&pool.gen, INT_MAX);
+    atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&p->ctx, ctx, memory_order_relaxed);
+    atomic_store_explicit(&p->n_tasks, n_tasks, memory_order_relaxed);
+    atomic_store_explicit(&p->n_run, p->n_workers + 1, memory_order_relaxed);
+    atomic_store_explicit(&p->dynamic, dynamic, memory_order_relaxed);
+    atomic_store_explicit(&p->pending, dynamic ? 0 : (uint32_t)p->n_workers, memory_order_relaxed);
+    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->claim, (uint64_t)g << 32, memory_order_relaxed);
+    atomic_store_explicit(&p->gen, g, memory_order_release); /* publishes the job */
+    if (atomic_load(&p->sleepers))
+        futex_wake(&p->gen, INT_MAX);
     in_task = true;
     if (dynamic)
-        run_claims(g, fn, ctx, n_tasks);
+        run_claims(p, g, fn, ctx, n_tasks);
     else
-        run_share(0, pool.n_workers + 1, fn, ctx, n_tasks);
+        run_share(0, p->n_workers + 1, fn, ctx, n_tasks);
     in_task = false;
     /* Wait: for the workers' shares (pending to 0), or for the last claimed
      * task (done to n_tasks). */
-    _Atomic uint32_t *word = dynamic ? &pool.done : &pool.pending;
+    _Atomic uint32_t *word = dynamic ? &p->done : &p->pending;
     const uint32_t target = dynamic ? (uint32_t)n_tasks : 0;
-    uint32_t p = atomic_load_explicit(word, memory_order_acquire);
-    if (p != target) {
+    uint32_t v = atomic_load_explicit(word, memory_order_acquire);
+    if (v != target) {
         int64_t t0 = 0, t = 0;
-        const int64_t limit = atomic_load_explicit(&spin_ns, memory_order_relaxed);
-        for (int i = 0; (p = atomic_load_explicit(word, memory_order_acquire)) != target; i++) {
+        const int64_t limit = atomic_load_explicit(&p->spin_ns, memory_order_relaxed);
+        for (int i = 0; (v = atomic_load_explicit(word, memory_order_acquire)) != target; i++) {
             cpu_relax();
             if ((i & 255) == 255) {
                 t = now_ns();
@@ -370,15 +439,15 @@ static void parallel_for(int64_t n_tasks, txc_task_fn fn, void *ctx, bool dynami
                     break;
             }
         }
-        if (p != target) {
-            atomic_store(&pool.main_waiting, 1);
-            while ((p = atomic_load(word)) != target)
-                futex_wait(word, p);
-            atomic_store(&pool.main_waiting, 0);
-            adapt_spin(t - t0, now_ns() - t0);
+        if (v != target) {
+            atomic_store(&p->main_waiting, 1);
+            while ((v = atomic_load(word)) != target)
+                futex_wait(word, v);
+            atomic_store(&p->main_waiting, 0);
+            adapt_spin(p, t - t0, now_ns() - t0);
         }
     }
-    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&p->lock);
 }
 
 void txc_parallel_for(int64_t n_tasks, txc_task_fn fn, void *ctx) { parallel_for(n_tasks, fn, ctx, false); }

@@ -26,11 +26,11 @@ txc_env *txc_env_new(const txc_env_options *opts)
         txc_error(TXC_ERR_NOMEM, "out of memory (env)");
         return NULL;
     }
-    static int counter;
+    static int counter; /* (atomic: in-process devices make envs on their threads) */
     if (o.name)
         snprintf(env->name, sizeof env->name, "%s", o.name);
     else
-        snprintf(env->name, sizeof env->name, "env%d", ++counter);
+        snprintf(env->name, sizeof env->name, "env%d", __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
     env->device = o.device;
     return env;
 }

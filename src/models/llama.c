@@ -253,15 +253,15 @@ static txc_status load_param_part(txc_model *m, const txc_safetensors *st, const
             return txc_last_status();
         }
     } else if (part) { /* a block of a fused weight: this rank's share of it */
-        txc_status ts = txc_tp_slice_rows(m, t, part_off, part_len, &arr);
+        txc_status ts = txc_tp_slice_rows(m, t, part_off, part_len, split, &arr);
         if (ts)
             return ts;
-        numel = numel / t->shape[0] * (part_len / m->tp_size);
+        numel = numel / t->shape[0] * (part_len / txc_tp_blocks(m, split));
     } else if (split != TP_REPLICATED) { /* tensor parallelism: this rank's slice (models/tp.c) */
         txc_status ts = txc_tp_slice(m, t, split, &arr);
         if (ts)
             return ts;
-        numel /= m->tp_size;
+        numel /= txc_tp_blocks(m, split);
     } else if (t->aligned) { /* in place, zero copy */
         arr = txc_array_from_storage(t->storage, t->byte_offset, t->dtype, t->ndim, t->shape);
     } else if ((arr = txc_array_new(txc_env_device(m->env), t->dtype, t->ndim, t->shape))) {
@@ -428,8 +428,8 @@ static txc_status load_layers(txc_model *m, const txc_safetensors *st)
                 s = TXC_OK;
                 int64_t off = 0;
                 for (int k = 0; k < (qkv ? 3 : 2) && s == TXC_OK; off += len[!qkv][k], k++)
-                    s = load_param_part(m, st, name, n, shape, why, TP_ROWS, names[!qkv][k], off, len[!qkv][k],
-                                        &m->layer[l][roles[!qkv][k]]);
+                    s = load_param_part(m, st, name, n, shape, why, txc_tp_split(m, roles[!qkv][k], false),
+                                        names[!qkv][k], off, len[!qkv][k], &m->layer[l][roles[!qkv][k]]);
             } else {
                 s = load_param(m, st, name, n, shape, why, txc_tp_split(m, lp->role, false), &m->layer[l][lp->role]);
             }

@@ -140,6 +140,8 @@ struct txc_model {
     bool vocab_split;           /* embedding / lm_head hold rows [vocab_off, + vocab_size / tp_size) */
     int64_t vocab_off;
     int64_t tp_global_heads, tp_global_kv_heads, tp_global_intermediate;
+    int64_t kv_rep;             /* > 1: tp_size is a multiple of num_key_value_heads, each kv head held by
+                                   kv_rep ranks (vLLM's replication); 1: the kv heads split */
     const struct txc_sharding *sh_rows, *sh_cols, *sh_vec;
     char wfile[256], cfile[256]; /* what messages call the weights and the config ("model.safetensors",
                                     "config.json"; a GGUF's file name and "FILE (metadata)") */
@@ -200,18 +202,22 @@ txc_tensor *txc_model_cached_attention(txc_model *m, txc_kv_cache *cache, int la
 txc_tensor *txc_model_split_heads(txc_tensor *x, int64_t B, int64_t L, int64_t heads, int64_t d);
 
 /* Tensor parallelism (tp.c). */
-enum { TP_REPLICATED, TP_ROWS, TP_COLS };
+enum { TP_REPLICATED, TP_ROWS, TP_COLS, TP_KV_ROWS };
 /* Checks the config divides by the mesh's "tp" size (the error names the
  * sizes that work) and the architecture; mesh NULL: tp 1. */
 txc_status txc_tp_setup(txc_model *m, struct txc_mesh *mesh);
-/* How a role's tensor is split (TP_*). */
+/* How a role's tensor is split (TP_*; TP_KV_ROWS: k/v rows of a
+ * replicated kv head). */
 int txc_tp_split(const txc_model *m, int role, bool global);
-/* This rank's slice of `t` (TP_ROWS: dim 0, zero copy when aligned;
- * TP_COLS: dim 1, copied). */
+/* Into how many blocks a split tensor's dim is cut (tp_size; the kv heads
+ * for TP_KV_ROWS). */
+int64_t txc_tp_blocks(const txc_model *m, int split);
+/* This rank's slice of `t` (TP_ROWS / TP_KV_ROWS: dim 0, zero copy when
+ * aligned; TP_COLS: dim 1, copied). */
 txc_status txc_tp_slice(const txc_model *m, const txc_st_tensor *t, int split, txc_array **out);
-/* This rank's share of rows [row0, row0 + rows) of a 2-D `t` (a block of a
- * fused weight), zero copy when aligned. */
-txc_status txc_tp_slice_rows(const txc_model *m, const txc_st_tensor *t, int64_t row0, int64_t rows,
+/* This rank's block (split TP_ROWS or TP_KV_ROWS) of rows [row0, row0 +
+ * rows) of a 2-D `t` (a block of a fused weight), zero copy when aligned. */
+txc_status txc_tp_slice_rows(const txc_model *m, const txc_st_tensor *t, int64_t row0, int64_t rows, int split,
                              txc_array **out);
 /* The NamedSharding a split parameter carries (NULL: replicated). */
 const struct txc_sharding *txc_tp_sharding(const txc_model *m, int split, int ndim);

@@ -7,6 +7,11 @@
  * embedding vocab-parallel (its rows of the vocabulary; other ids give
  * zeros, an all_reduce sums) and lm_head colwise over the vocabulary, then
  * gathered ("colwise_rep"). The KV cache holds this rank's kv heads.
+ * Where the size is a multiple of num_key_value_heads but larger, each kv
+ * head is replicated on size / num_key_value_heads ranks (vLLM's
+ * QKVParallelLinear): a rank's query heads all read one kv head, whose k/v
+ * rows it loads whole (those parameters carry no NamedSharding: they are
+ * not one block of a split).
  *
  * Each rank reads only its slices of the file: a colwise weight's rows are
  * one contiguous range of the mapping (zero copy), a rowwise weight's
@@ -25,6 +30,7 @@
 txc_status txc_tp_setup(txc_model *m, txc_mesh *mesh)
 {
     m->tp_size = 1;
+    m->kv_rep = 1;
     if (!mesh)
         return TXC_OK;
     int64_t n = txc_mesh_axis_size(mesh, "tp");
@@ -40,24 +46,33 @@ txc_status txc_tp_setup(txc_model *m, txc_mesh *mesh)
         return txc_error(TXC_ERR_UNSUPPORTED, "--tp %lld: model_type '%s' is not tensor-parallel yet (its Conv1D "
                                               "weights; supported: llama, mistral, qwen2, qwen3, gemma, gemma2, phi3)",
                          (long long)n, c->model_type);
-    struct { const char *name; int64_t v; } need[] = {
-        {"num_attention_heads", c->num_attention_heads},
-        {"num_key_value_heads", c->num_key_value_heads},
-        {"intermediate_size", c->intermediate_size},
-    };
-    for (int i = 0; i < 3; i++)
-        if (need[i].v % n) {
-            char ok[128];
-            size_t o = 0;
-            ok[0] = 0;
-            for (int64_t t = 1; t <= 64 && o < sizeof ok; t++)
-                if (c->num_attention_heads % t == 0 && c->num_key_value_heads % t == 0 &&
-                    c->intermediate_size % t == 0)
-                    o += (size_t)snprintf(ok + o, sizeof ok - o, "%s%lld", o ? ", " : "", (long long)t);
-            return txc_error(TXC_ERR_INVALID, "--tp %lld: %s %lld does not divide by %lld (tensor-parallel sizes "
-                                              "that work: %s)",
-                             (long long)n, need[i].name, (long long)need[i].v, (long long)n, ok);
-        }
+    const int64_t H = c->num_attention_heads, KV = c->num_key_value_heads, I = c->intermediate_size;
+    /* a size works when it divides the heads and the intermediate size, and divides the kv heads or is a
+     * multiple of them (replicated kv heads) */
+#define TP_SIZE_WORKS(t) (H % (t) == 0 && I % (t) == 0 && KV > 0 && (KV % (t) == 0 || (t) % KV == 0))
+    const char *bad = NULL;
+    int64_t v = 0;
+    if (H % n)
+        bad = "num_attention_heads", v = H;
+    else if (I % n)
+        bad = "intermediate_size", v = I;
+    else if (!TP_SIZE_WORKS(n))
+        bad = "num_key_value_heads", v = KV;
+    if (bad) {
+        char ok[128];
+        size_t o = 0;
+        ok[0] = 0;
+        for (int64_t t = 1; t <= 64 && o < sizeof ok; t++)
+            if (TP_SIZE_WORKS(t))
+                o += (size_t)snprintf(ok + o, sizeof ok - o, "%s%lld", o ? ", " : "", (long long)t);
+        return txc_error(TXC_ERR_INVALID, "--tp %lld: %s %lld does not divide by %lld%s (tensor-parallel sizes that "
+                                          "work: %s)",
+                         (long long)n, bad, (long long)v, (long long)n,
+                         v == KV && strcmp(bad, "num_key_value_heads") == 0 ? " nor is the size a multiple of it" : "", ok);
+    }
+#undef TP_SIZE_WORKS
+    m->kv_rep = KV % n == 0 ? 1 : n / KV;
+    m->tp_global_kv_heads = KV; /* (the k/v blocks of TP_KV_ROWS, during the load) */
     m->vocab_split = c->vocab_size % n == 0;
     m->vocab_off = m->vocab_split ? m->tp_rank * (c->vocab_size / n) : 0;
     if (!(m->sh_rows = txc_named_sharding(mesh, TXC_P("tp", NULL))) ||
@@ -74,8 +89,10 @@ int txc_tp_split(const txc_model *m, int role, bool global)
     if (global)
         return (role == G_EMBED || role == G_LM_HEAD) && m->vocab_split ? TP_ROWS : TP_REPLICATED;
     switch (role) {
-    case L_Q: case L_K: case L_V: case L_GATE: case L_UP:
-    case L_Q_BIAS: case L_K_BIAS: case L_V_BIAS: case L_GATE_BIAS: case L_UP_BIAS:
+    case L_K: case L_V: case L_K_BIAS: case L_V_BIAS:
+        return m->kv_rep > 1 ? TP_KV_ROWS : TP_ROWS;
+    case L_Q: case L_GATE: case L_UP:
+    case L_Q_BIAS: case L_GATE_BIAS: case L_UP_BIAS:
         return TP_ROWS;
     case L_O: case L_DOWN:
         return TP_COLS;
@@ -84,14 +101,25 @@ int txc_tp_split(const txc_model *m, int role, bool global)
     }
 }
 
+int64_t txc_tp_blocks(const txc_model *m, int split)
+{
+    return split == TP_KV_ROWS ? m->tp_global_kv_heads : m->tp_size;
+}
+
+/* This rank's block of a split: its index (of txc_tp_blocks). */
+static int64_t tp_block(const txc_model *m, int split)
+{
+    return split == TP_KV_ROWS ? m->tp_rank / m->kv_rep : m->tp_rank;
+}
+
 txc_status txc_tp_slice(const txc_model *m, const txc_st_tensor *t, int split, txc_array **out)
 {
     *out = NULL;
-    const int64_t n = m->tp_size, r = m->tp_rank;
+    const int64_t n = txc_tp_blocks(m, split), r = tp_block(m, split);
     if (txc_dtype_is_quantized(t->dtype))
         return txc_error(TXC_ERR_UNSUPPORTED, "--tp: tensor '%s' is %s; tensor parallelism reads float weights "
                                               "(safetensors)", t->name, txc_dtype_name(t->dtype));
-    const int dim = split == TP_ROWS ? 0 : 1;
+    const int dim = split == TP_COLS ? 1 : 0;
     if (t->ndim <= dim || t->shape[dim] % n)
         return txc_error(TXC_ERR_FORMAT, "--tp %lld: tensor '%s' dim %d does not divide by %lld", (long long)n,
                          t->name, dim, (long long)n);
@@ -99,7 +127,7 @@ txc_status txc_tp_slice(const txc_model *m, const txc_st_tensor *t, int split, t
     int64_t shape[TXC_MAX_DIMS];
     memcpy(shape, t->shape, sizeof shape);
     shape[dim] /= n;
-    if (split == TP_ROWS) {
+    if (split != TP_COLS) {
         size_t row = es, skip;
         for (int d = 1; d < t->ndim; d++)
             row *= (size_t)t->shape[d];
@@ -120,17 +148,17 @@ txc_status txc_tp_slice(const txc_model *m, const txc_st_tensor *t, int split, t
     return *out ? TXC_OK : txc_last_status();
 }
 
-txc_status txc_tp_slice_rows(const txc_model *m, const txc_st_tensor *t, int64_t row0, int64_t rows,
+txc_status txc_tp_slice_rows(const txc_model *m, const txc_st_tensor *t, int64_t row0, int64_t rows, int split,
                              txc_array **out)
 {
     *out = NULL;
-    const int64_t n = m->tp_size;
+    const int64_t n = txc_tp_blocks(m, split);
     if (txc_dtype_is_quantized(t->dtype) || t->ndim != 2 || rows % n || row0 < 0 || row0 + rows > t->shape[0])
         return txc_error(TXC_ERR_FORMAT, "--tp %lld: tensor '%s': rows [%lld, %lld) do not split by %lld", (long long)n,
                          t->name, (long long)row0, (long long)(row0 + rows), (long long)n);
     const size_t row = txc_dtype_size(t->dtype) * (size_t)t->shape[1];
     const int64_t mine = rows / n, shape[2] = {mine, t->shape[1]};
-    const size_t skip = (size_t)(row0 + m->tp_rank * mine) * row;
+    const size_t skip = (size_t)(row0 + tp_block(m, split) * mine) * row;
     if (t->aligned)
         *out = txc_array_from_storage(t->storage, t->byte_offset + skip, t->dtype, 2, shape);
     else if ((*out = txc_array_new(txc_env_device(m->env), t->dtype, 2, shape)))
@@ -154,7 +182,7 @@ void txc_tp_localize(txc_model *m)
     m->tp_global_kv_heads = c->num_key_value_heads;
     m->tp_global_intermediate = c->intermediate_size;
     c->num_attention_heads /= m->tp_size;
-    c->num_key_value_heads /= m->tp_size;
+    c->num_key_value_heads = m->kv_rep > 1 ? 1 : c->num_key_value_heads / m->tp_size;
     c->intermediate_size /= m->tp_size;
 }
 

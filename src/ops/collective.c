@@ -13,7 +13,10 @@
  * them in rank order, ((p0 + p1) + p2) + ..., so every rank and every run
  * gets the same bits (an MPI_Allreduce's order is the library's choice).
  * Kernels stage the input in a contiguous buffer first, so an output the
- * jit planned over the input's memory is safe. */
+ * jit planned over the input's memory is safe. The transport is the
+ * calling thread's (backend/comm.h: MPI between processes, shared memory
+ * between in-process devices): the same kernels and the same sums for
+ * both, so both give the same bits. */
 #include "backend/comm.h"
 #include "ops/kernels.h"
 #include "ops/registry.h"
@@ -21,19 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One buffer of the thread that runs collectives (the MPI thread), kept. */
+/* The calling thread's staging buffers (an in-process device's own). */
 static void *stage(size_t bytes, int which)
 {
-    static void *buf[2];
-    static size_t cap[2];
-    if (bytes > cap[which]) {
-        void *p = realloc(buf[which], bytes);
-        if (!p)
-            return NULL;
-        buf[which] = p;
-        cap[which] = bytes;
-    }
-    return buf[which];
+    return txc_scratch(bytes, which ? TXC_SCRATCH_COLL_RECV : TXC_SCRATCH_COLL_SEND);
 }
 
 static txc_status check_group(const char *op, const txc_op_attrs *a)
@@ -116,7 +110,7 @@ static void sum_in_rank_order(float *out, const float *parts, int64_t n, int64_t
 
 static txc_status cpu_all_reduce(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
 {
-    const void *parts;
+    const void *parts = NULL;
     size_t bytes;
     txc_status s = gather_all("_c10d_functional::all_reduce", in[0], a, &parts, &bytes);
     if (s)
@@ -170,7 +164,7 @@ static void split_at(const txc_tensor *x, int d, int64_t *outer, int64_t *inner)
 
 static txc_status cpu_all_gather(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
 {
-    const void *parts;
+    const void *parts = NULL;
     size_t bytes;
     const txc_tensor *x = in[0];
     txc_status s = gather_all("_c10d_functional::all_gather_into_tensor", x, a, &parts, &bytes);
@@ -191,7 +185,7 @@ static txc_status cpu_all_gather(txc_tensor *out, txc_tensor *const *in, int n_i
 
 static txc_status cpu_reduce_scatter(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
 {
-    const void *parts;
+    const void *parts = NULL;
     size_t bytes;
     const txc_tensor *x = in[0];
     txc_status s = gather_all("_c10d_functional::reduce_scatter_tensor", x, a, &parts, &bytes);

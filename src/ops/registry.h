@@ -170,6 +170,8 @@ enum {
     TXC_SCRATCH_INDEX,     /* index tensors read as int64 */
     TXC_SCRATCH_NORM,      /* rms_norm/layer_norm rows and parameters */
     TXC_SCRATCH_REDUCE,    /* reductions' accumulators; softmax rows */
+    TXC_SCRATCH_COLL_SEND, /* collectives: the input made contiguous */
+    TXC_SCRATCH_COLL_RECV, /* collectives: every device's part */
     TXC_SCRATCH_SLOTS
 };
 void *txc_scratch(size_t bytes, int slot);

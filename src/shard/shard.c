@@ -27,9 +27,14 @@ struct txc_mesh {
 };
 
 txc_status txc_distributed_init(void) { return txc_comm_init(); }
-int txc_process_index(void) { return txc_comm_init() ? 0 : txc_comm_world_rank(); }
-int txc_process_count(void) { return txc_comm_init() ? 1 : txc_comm_world_size(); }
-int txc_device_count(void) { return txc_process_count(); }
+int txc_process_index(void) { return txc_comm_init() ? 0 : txc_comm_process_rank(); }
+int txc_process_count(void) { return txc_comm_init() ? 1 : txc_comm_process_count(); }
+int txc_device_count(void) { return txc_comm_init() ? 1 : txc_comm_world_size(); }
+int txc_device_index(void) { return txc_comm_init() ? 0 : txc_comm_world_rank(); }
+const char *txc_collective_transport(void)
+{
+    return txc_comm_init() ? "nothing (one device)" : txc_comm_backend_name();
+}
 bool txc_distributed_is_mpi(void) { return txc_comm_init() == TXC_OK && txc_comm_is_mpi(); }
 
 static int axis_of(const txc_mesh *m, const char *name)
@@ -69,8 +74,9 @@ txc_mesh *txc_mesh_new(const int *devices, int ndim, const int64_t *shape, const
             }
     }
     if (total != n_dev) {
-        txc_error(TXC_ERR_INVALID, "mesh: its shape holds %lld devices but the job has %d (mpirun -np %lld)",
-                  (long long)total, n_dev, (long long)total);
+        txc_error(TXC_ERR_INVALID, "mesh: its shape holds %lld devices but the job has %d (mpirun -np %lld, or "
+                                   "txc_devices_run on %lld)",
+                  (long long)total, n_dev, (long long)total, (long long)total);
         return NULL;
     }
     int pos = -1;
@@ -319,6 +325,12 @@ txc_tensor *txc_gather(txc_tensor *t)
     txc_tensor *keep = v ? txc_tensor_retain(v) : NULL;
     txc_env_scope_end(env, mark);
     return keep ? txc_env_scope_adopt(env, keep) : NULL;
+}
+
+txc_status txc_sync_global_devices(void)
+{
+    txc_status s = txc_comm_init();
+    return s ? s : txc_comm_barrier(0);
 }
 
 void txc_collective_stats(double *seconds, uint64_t *calls, uint64_t *bytes) { txc_comm_stats(seconds, calls, bytes); }

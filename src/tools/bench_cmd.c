@@ -461,6 +461,8 @@ typedef struct limit_ctx {
     double start_ms, limit_ms;
     int64_t n;
     bool hit;
+    const txc_mesh *mesh; /* tensor-parallel: device 0's clock decides for every device */
+    txc_env *env;
 } limit_ctx;
 
 static bool within_limit(void *ctx, int32_t id)
@@ -468,18 +470,26 @@ static bool within_limit(void *ctx, int32_t id)
     (void)id;
     limit_ctx *l = ctx;
     l->n++;
-    if (l->limit_ms > 0 && l->n >= 2 && txc_cli_now_ms() - l->start_ms > l->limit_ms) {
-        l->hit = true;
-        return false;
+    if (l->limit_ms <= 0 || l->n < 2)
+        return true;
+    bool over = txc_cli_now_ms() - l->start_ms > l->limit_ms;
+    if (l->mesh) { /* the devices' clocks differ: each stopping on its own would leave the others waiting */
+        int mark = txc_env_scope_begin(l->env);
+        float v = over ? 1.0f : 0.0f;
+        txc_tensor *t = txc_broadcast(txc_tensor_from_data(l->env, TXC_F32, 1, (int64_t[]){1}, &v), l->mesh, "tp", 0);
+        over = !t || ((const float *)txc_tensor_data_ptr(t))[0] != 0.0f;
+        txc_env_scope_end(l->env, mark);
     }
-    return true;
+    if (over)
+        l->hit = true;
+    return !over;
 }
 
 static int64_t cache_max_bytes = -1; /* --compile-cache-max-mb in bytes; -1: the library's default */
 
 static txc_status run_mode(txc_model *model, const bench_mode *mode, const int32_t *prompt, int64_t n_prompt,
                            int64_t new_tokens, int64_t max_cache_len, double baseline_limit_s, const char *cache_dir,
-                           bool profile, bench_row *row)
+                           bool profile, const txc_mesh *mesh, bench_row *row)
 {
     memset(row, 0, sizeof *row);
     row->mode = mode;
@@ -500,7 +510,8 @@ static txc_status run_mode(txc_model *model, const bench_mode *mode, const int32
     o.cache = mode->cache;
     o.jit = mode->jit;
     o.max_cache_len = max_cache_len;
-    limit_ctx lim = {.limit_ms = mode->cache == TXC_CACHE_NONE ? baseline_limit_s * 1e3 : 0};
+    limit_ctx lim = {.limit_ms = mode->cache == TXC_CACHE_NONE ? baseline_limit_s * 1e3 : 0, .mesh = mesh,
+                     .env = txc_model_env(model)};
     o.on_token = within_limit;
     o.ctx = &lim;
     txc_generate_result res;
@@ -987,197 +998,47 @@ static void describe_memory_dtypes(const txc_model *m, char *buf, size_t cap)
             snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", *buf ? "+" : "", txc_dtype_name((txc_dtype)d));
 }
 
-int txc_cmd_bench(int argc, char **argv)
+typedef struct bench_args {
+    const char *model_dir, *synthetic, *dtype_name, *prompt_text, *compile_cache;
+    int64_t new_tokens, prompt_tokens, max_cache_len, seed;
+    double baseline_limit;
+    bool json, membw, profile;
+    txc_model_options wopts;
+    txc_dtype dtype;
+    txc_weights_mode wmodes[2];
+    int n_wmodes;
+    const int *batch_sizes;
+    int n_batch_sizes;
+    const bench_mode *const *modes;
+    int n_modes;
+} bench_args;
+
+/* Load, run every mode, print: what every device runs (SPMD), one of them printing. */
+static int bench_body(void *ctx, const txc_cli_device *dev)
 {
-    const char *model_dir = NULL, *synthetic = NULL, *dtype_name = NULL, *prompt_text = NULL, *modes_list = NULL;
-    int64_t new_tokens = 256, prompt_tokens = -1, max_cache_len = 0, seed = 0;
-    double baseline_limit = 120;
-    bool json = false, no_compile_cache = false, membw = false, profile = false;
-    int64_t threads = 0;
-    const char *compile_cache = NULL, *weights_list = NULL;
-    txc_model_options wopts = {0}; /* --mmap / --no-mmap / --no-hugepages */
-    int batch_sizes[TXC_BENCH_MAX_BATCHES], n_batch_sizes = 0; /* --batch */
-    static const struct option longopts[] = {
-        {"model", required_argument, 0, 'm'},        {"synthetic", required_argument, 0, 's'},
-        {"dtype", required_argument, 0, 'd'},        {"seed", required_argument, 0, 'S'},
-        {"new-tokens", required_argument, 0, 'n'},   {"prompt-tokens", required_argument, 0, 'P'},
-        {"prompt", required_argument, 0, 'p'},       {"modes", required_argument, 0, 'M'},
-        {"max-cache-len", required_argument, 0, 'L'}, {"baseline-limit", required_argument, 0, 'B'},
-        {"json", no_argument, 0, 'j'},               {"help", no_argument, 0, 'h'},
-        {"compile-cache", required_argument, 0, 'C'}, {"no-compile-cache", no_argument, 0, 'N'},
-        {"compile-cache-max-mb", required_argument, 0, 'X'},
-        {"threads", required_argument, 0, 'T'},      {"membw", no_argument, 0, 'W'},
-        {"profile", no_argument, 0, 'R'},           {"check-tensors", no_argument, 0, 'K'},
-        {"batch", required_argument, 0, 'b'},        {"tp", required_argument, 0, 'Q'},
-        {"weights", required_argument, 0, 'w'},      TXC_CLI_WEIGHTS_LONGOPTS,
-        {0, 0, 0, 0},
-    };
-    optind = 1;
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, "m:p:n:h", longopts, NULL)) != -1) {
-        if (txc_cli_weights_option(ch, &wopts))
-            continue;
-        switch (ch) {
-        case 'w': weights_list = optarg; break;
-        case 'Q':
-            if (!txc_cli_tp_setup(optarg, &wopts))
-                return EXIT_ERROR;
-            break;
-        case 'm': model_dir = optarg; break;
-        case 's': synthetic = optarg; break;
-        case 'd': dtype_name = optarg; break;
-        case 'p': prompt_text = optarg; break;
-        case 'M': modes_list = optarg; break;
-        case 'j': json = true; break;
-        case 'C': compile_cache = optarg, no_compile_cache = false; break;
-        case 'N': no_compile_cache = true; break;
-        case 'X':
-            if (!txc_cli_parse_cache_max_mb(optarg, &cache_max_bytes))
-                return EXIT_ERROR;
-            break;
-        case 'W': membw = true; break;
-        case 'R': profile = true; break;
-        case 'K': wopts.check_tensors = true; break;
-        case 'b':
-            if (!txc_bench_parse_batch_list(optarg, batch_sizes, TXC_BENCH_MAX_BATCHES, &n_batch_sizes))
-                return EXIT_ERROR;
-            break;
-        case 'T':
-            if (!txc_cli_parse_threads(optarg, &threads))
-                return EXIT_ERROR;
-            if (txc_threads_set((int)threads) != TXC_OK)
-                return txc_cli_fail_in("--threads");
-            break;
-        case 'S':
-            if (!txc_cli_parse_int("--seed", optarg, 0, &seed))
-                return EXIT_ERROR;
-            break;
-        case 'n':
-            if (!txc_cli_parse_range("--new-tokens", optarg, 1, TXC_CLI_MAX_TOKENS, &new_tokens))
-                return EXIT_ERROR;
-            break;
-        case 'P':
-            if (!txc_cli_parse_range("--prompt-tokens", optarg, 1, TXC_CLI_MAX_TOKENS, &prompt_tokens))
-                return EXIT_ERROR;
-            break;
-        case 'L':
-            if (!txc_cli_parse_range("--max-cache-len", optarg, 1, TXC_CLI_MAX_TOKENS, &max_cache_len))
-                return EXIT_ERROR;
-            break;
-        case 'B':
-            if (!parse_seconds("--baseline-limit", optarg, &baseline_limit))
-                return EXIT_ERROR;
-            break;
-        case 'h': usage_bench(stdout); return 0;
-        default:
-            fprintf(stderr, "txc: option '%s' is unknown or needs a value (see txc bench --help)\n", argv[optind - 1]);
-            return EXIT_ERROR;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "txc: unexpected argument '%s' (see txc bench --help)\n", argv[optind]);
-        return EXIT_ERROR;
-    }
-    if (membw && !model_dir && !synthetic) { /* the bandwidth alone */
-        double g = measure_membw(MEMBW_BYTES, MEMBW_PASSES);
-        if (!(g > 0)) {
-            fprintf(stderr, "txc: --membw: out of memory for the 1 GiB buffer\n");
-            return EXIT_ERROR;
-        }
-        char cpu[256];
-        cpu_model(cpu, sizeof cpu);
-        if (json)
-            printf("{\"machine\":{\"cpu\":\"%s\",\"membw_gbps\":%.3f},\"threads\":%d}\n", cpu, g, txc_threads_get());
-        else
-            printf("memory: read bandwidth %.2f GB/s (%d threads streaming 1 GiB, median of %d passes); %s\n", g,
-                   txc_threads_get(), MEMBW_PASSES, cpu);
-        return 0;
-    }
-    if (!model_dir == !synthetic) {
-        fprintf(stderr, "txc: bench needs exactly one of --model DIR or --synthetic NAME (see txc bench --help)\n");
-        return EXIT_ERROR;
-    }
-    txc_weights_mode wmodes[2] = {wopts.weights};
-    int n_wmodes = 1;
-    if (weights_list && !parse_weights(weights_list, wmodes, &n_wmodes))
-        return EXIT_ERROR;
-    if (weights_list && wopts.weights != TXC_WEIGHTS_DEFAULT) {
-        fprintf(stderr, "txc: give --weights LIST or --mmap / --no-mmap, not both\n");
-        return EXIT_ERROR;
-    }
-    if (wmodes[0] == TXC_WEIGHTS_DEFAULT)
-        wmodes[0] = TXC_WEIGHTS_DEFAULT_MODE;
-    if (synthetic && !txc_synthetic_find(synthetic)) {
-        txc_hf_config unused;
-        txc_clear_error();
-        txc_synthetic_config(synthetic, &unused); /* its message lists the known names */
-        return txc_cli_fail_in("--synthetic");
-    }
-    txc_dtype dtype = TXC_F32;
-    if (dtype_name) {
-        if (!txc_dtype_parse(dtype_name, &dtype) || !txc_dtype_is_float(dtype)) {
-            fprintf(stderr, "txc: --dtype expects f32, bf16 or f16, got '%s'\n", dtype_name);
-            return EXIT_ERROR;
-        }
-    }
-    if (prompt_text && synthetic) {
-        fprintf(stderr, "txc: --prompt needs --model (a synthetic model has no tokenizer; use --prompt-tokens N)\n");
-        return EXIT_ERROR;
-    }
-    if (prompt_text && prompt_tokens > 0) {
-        fprintf(stderr, "txc: give --prompt or --prompt-tokens, not both\n");
-        return EXIT_ERROR;
-    }
+    const bench_args *a = ctx;
+    const char *model_dir = a->model_dir, *synthetic = a->synthetic, *dtype_name = a->dtype_name,
+               *prompt_text = a->prompt_text, *compile_cache = a->compile_cache;
+    const int64_t new_tokens = a->new_tokens, prompt_tokens = a->prompt_tokens, seed = a->seed;
+    int64_t max_cache_len = a->max_cache_len;
+    const double baseline_limit = a->baseline_limit;
+    const bool json = a->json, membw = a->membw && dev->lead, profile = a->profile;
+    const txc_model_options wopts = a->wopts;
+    const txc_dtype dtype = a->dtype;
+    txc_weights_mode wmodes[2] = {a->wmodes[0], a->wmodes[1]};
+    const int n_wmodes = a->n_wmodes, n_batch_sizes = a->n_batch_sizes;
+    const int *batch_sizes = a->batch_sizes;
     const bench_mode *modes[MAX_MODES];
-    int n_modes = 0;
-    if (modes_list) {
-        if (!parse_modes(modes_list, modes, &n_modes))
-            return EXIT_ERROR;
-    } else {
-        for (int i = 0; i < N_DEFAULT_MODES; i++)
-            modes[n_modes++] = &known_modes[i];
-    }
-    if (model_dir && !txc_cli_model_dir(model_dir))
-        return EXIT_ERROR;
-
-    /* The counts against the model's positions before anything is sized by
-     * them (a --prompt-tokens prompt is N ids, the caches hold the prompt
-     * and the new tokens): config.json (or the GGUF metadata) alone says. */
-    txc_hf_config pre;
-    if ((synthetic ? txc_synthetic_config(synthetic, &pre) : txc_model_config_load(model_dir, &pre)) != TXC_OK)
-        return txc_cli_fail_in(synthetic ? synthetic : model_dir);
-    const bool exact = prompt_tokens > 0 || synthetic; /* a text prompt's length is known after tokenizing */
-    const int64_t min_need = (prompt_tokens > 0 ? prompt_tokens : synthetic ? 8 : 1) + new_tokens;
-    if (min_need > pre.max_position_embeddings) {
-        fprintf(stderr, "txc: the prompt + new tokens (%s%lld) exceed max_position_embeddings %lld\n",
-                exact ? "" : "at least ", (long long)min_need, (long long)pre.max_position_embeddings);
-        return EXIT_ERROR;
-    }
-
-    if (max_cache_len > pre.max_position_embeddings) { /* (the generator cuts it there too) */
-        fprintf(stderr, "txc: note: --max-cache-len %lld is more than max_position_embeddings %lld: the static "
-                        "cache holds %lld tokens\n", (long long)max_cache_len, (long long)pre.max_position_embeddings,
-                (long long)pre.max_position_embeddings);
-        max_cache_len = pre.max_position_embeddings;
-    }
-
-    char default_cache[4096];
-    if (no_compile_cache)
-        compile_cache = NULL;
-    else if (!compile_cache && txc_jit_default_compile_cache(default_cache, sizeof default_cache))
-        compile_cache = default_cache;
-    if (compile_cache && !*compile_cache)
-        compile_cache = NULL;
-
-    bool progress = isatty(STDERR_FILENO);
+    int n_modes = a->n_modes;
+    memcpy(modes, a->modes, sizeof *modes * (size_t)n_modes);
+    bool progress = isatty(STDERR_FILENO) && dev->lead;
     bench_info bi = {.model = model_dir ? model_dir : synthetic, .seed = (uint64_t)seed,
                      .baseline_limit_s = baseline_limit, .compile_cache = compile_cache};
     txc_model *model = NULL;
     /* (a synthetic model's --dtype is its file's dtype: nothing to convert) */
     txc_model_options mo = {.convert_dtype = dtype_name != NULL && !synthetic, .dtype = dtype, .weights = wmodes[0],
                             .no_hugepages = wopts.no_hugepages, .check_tensors = wopts.check_tensors,
-                            .tp_mesh = wopts.tp_mesh};
+                            .tp_mesh = dev->mesh};
     bi.loads[0].hwm_reset = reset_peak_rss();
     double t0 = txc_cli_now_ms();
     if (synthetic) {
@@ -1300,9 +1161,15 @@ int txc_cmd_bench(int argc, char **argv)
                 fprintf(stderr, "bench: %s (%s)...\n", modes[i]->name, txc_weights_mode_name(wmodes[w]));
             txc_clear_error();
             reset_peak_rss(); /* this row's generation only (the load's peak is its own) */
+            /* tensor-parallel: every device starts the row together (a device still loading, or still
+             * measuring the peak, would otherwise show up as the others' first collective) */
+            if (txc_model_tp_size(model) > 1 && txc_sync_global_devices() != TXC_OK) {
+                rc = txc_cli_fail_in(modes[i]->name);
+                break;
+            }
             txc_collective_stats_reset();
             if (run_mode(model, modes[i], prompt, (int64_t)n_prompt, new_tokens, max_cache_len, baseline_limit,
-                         compile_cache, profile, r) != TXC_OK) {
+                         compile_cache, profile, txc_model_tp_size(model) > 1 ? dev->mesh : NULL, r) != TXC_OK) {
                 rc = txc_cli_fail_in(modes[i]->name);
                 break;
             }
@@ -1346,21 +1213,225 @@ int txc_cmd_bench(int argc, char **argv)
             rows[i].tokens_match = memcmp(rows[i].ids, rows[ref].ids, sizeof(int32_t) * (size_t)k) == 0;
             agree &= rows[i].tokens_match;
         }
-        if (json)
+        if (json && dev->lead)
             print_json(&bi, rows, n_modes, agree, ref);
-        else
+        else if (dev->lead)
             print_table(&bi, rows, n_modes, agree, ref);
-        if (!json && txc_model_tp_size(model) > 1) {
-            txc_bench_tp_header(stdout, model);
+        if (!json && txc_model_tp_size(model) > 1) { /* (every device: the header runs collectives) */
+            txc_bench_tp_header(dev->out, model);
             for (int i = 0; i < done; i++)
-                txc_bench_tp_row(stdout, rows[i].mode->name, rows[i].coll_s, rows[i].coll_calls, rows[i].total_s,
+                txc_bench_tp_row(dev->out, rows[i].mode->name, rows[i].coll_s, rows[i].coll_calls, rows[i].total_s,
                                  rows[i].n_new);
         }
-        fflush(stdout);
+        fflush(dev->out);
     }
     for (int i = 0; i < done; i++)
         free(rows[i].ids);
     free(prompt);
     txc_model_free(model);
     return rc;
+}
+
+int txc_cmd_bench(int argc, char **argv)
+{
+    const char *model_dir = NULL, *synthetic = NULL, *dtype_name = NULL, *prompt_text = NULL, *modes_list = NULL;
+    int64_t new_tokens = 256, prompt_tokens = -1, max_cache_len = 0, seed = 0;
+    double baseline_limit = 120;
+    bool json = false, no_compile_cache = false, membw = false, profile = false;
+    int64_t threads = 0, tp = 0, devices = 0;
+    const char *compile_cache = NULL, *weights_list = NULL;
+    txc_model_options wopts = {0}; /* --mmap / --no-mmap / --no-hugepages */
+    int batch_sizes[TXC_BENCH_MAX_BATCHES], n_batch_sizes = 0; /* --batch */
+    static const struct option longopts[] = {
+        {"model", required_argument, 0, 'm'},        {"synthetic", required_argument, 0, 's'},
+        {"dtype", required_argument, 0, 'd'},        {"seed", required_argument, 0, 'S'},
+        {"new-tokens", required_argument, 0, 'n'},   {"prompt-tokens", required_argument, 0, 'P'},
+        {"prompt", required_argument, 0, 'p'},       {"modes", required_argument, 0, 'M'},
+        {"max-cache-len", required_argument, 0, 'L'}, {"baseline-limit", required_argument, 0, 'B'},
+        {"json", no_argument, 0, 'j'},               {"help", no_argument, 0, 'h'},
+        {"compile-cache", required_argument, 0, 'C'}, {"no-compile-cache", no_argument, 0, 'N'},
+        {"compile-cache-max-mb", required_argument, 0, 'X'},
+        {"threads", required_argument, 0, 'T'},      {"membw", no_argument, 0, 'W'},
+        {"profile", no_argument, 0, 'R'},           {"check-tensors", no_argument, 0, 'K'},
+        {"batch", required_argument, 0, 'b'},        {"tp", required_argument, 0, 'Q'},
+        {"devices", required_argument, 0, 'D'},
+        {"weights", required_argument, 0, 'w'},      TXC_CLI_WEIGHTS_LONGOPTS,
+        {0, 0, 0, 0},
+    };
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "m:p:n:h", longopts, NULL)) != -1) {
+        if (txc_cli_weights_option(ch, &wopts))
+            continue;
+        switch (ch) {
+        case 'w': weights_list = optarg; break;
+        case 'Q':
+            if (!txc_cli_parse_tp(optarg, &tp))
+                return EXIT_ERROR;
+            break;
+        case 'D':
+            if (!txc_cli_parse_devices(optarg, &devices))
+                return EXIT_ERROR;
+            break;
+        case 'm': model_dir = optarg; break;
+        case 's': synthetic = optarg; break;
+        case 'd': dtype_name = optarg; break;
+        case 'p': prompt_text = optarg; break;
+        case 'M': modes_list = optarg; break;
+        case 'j': json = true; break;
+        case 'C': compile_cache = optarg, no_compile_cache = false; break;
+        case 'N': no_compile_cache = true; break;
+        case 'X':
+            if (!txc_cli_parse_cache_max_mb(optarg, &cache_max_bytes))
+                return EXIT_ERROR;
+            break;
+        case 'W': membw = true; break;
+        case 'R': profile = true; break;
+        case 'K': wopts.check_tensors = true; break;
+        case 'b':
+            if (!txc_bench_parse_batch_list(optarg, batch_sizes, TXC_BENCH_MAX_BATCHES, &n_batch_sizes))
+                return EXIT_ERROR;
+            break;
+        case 'T':
+            if (!txc_cli_parse_threads(optarg, &threads))
+                return EXIT_ERROR;
+            if (txc_threads_set((int)threads) != TXC_OK)
+                return txc_cli_fail_in("--threads");
+            break;
+        case 'S':
+            if (!txc_cli_parse_int("--seed", optarg, 0, &seed))
+                return EXIT_ERROR;
+            break;
+        case 'n':
+            if (!txc_cli_parse_range("--new-tokens", optarg, 1, TXC_CLI_MAX_TOKENS, &new_tokens))
+                return EXIT_ERROR;
+            break;
+        case 'P':
+            if (!txc_cli_parse_range("--prompt-tokens", optarg, 1, TXC_CLI_MAX_TOKENS, &prompt_tokens))
+                return EXIT_ERROR;
+            break;
+        case 'L':
+            if (!txc_cli_parse_range("--max-cache-len", optarg, 1, TXC_CLI_MAX_TOKENS, &max_cache_len))
+                return EXIT_ERROR;
+            break;
+        case 'B':
+            if (!parse_seconds("--baseline-limit", optarg, &baseline_limit))
+                return EXIT_ERROR;
+            break;
+        case 'h': usage_bench(stdout); return 0;
+        default:
+            fprintf(stderr, "txc: option '%s' is unknown or needs a value (see txc bench --help)\n", argv[optind - 1]);
+            return EXIT_ERROR;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "txc: unexpected argument '%s' (see txc bench --help)\n", argv[optind]);
+        return EXIT_ERROR;
+    }
+    if (n_batch_sizes > 0 && devices > 1) {
+        fprintf(stderr, "txc: --batch does not run on --devices yet (the batch runs on one device)\n");
+        return EXIT_ERROR;
+    }
+    if (!txc_cli_parallel_setup(tp, devices, &wopts))
+        return EXIT_ERROR;
+    txc_cli_unquiet_ranks();
+    if (membw && !model_dir && !synthetic) { /* the bandwidth alone */
+        double g = measure_membw(MEMBW_BYTES, MEMBW_PASSES);
+        if (!(g > 0)) {
+            fprintf(stderr, "txc: --membw: out of memory for the 1 GiB buffer\n");
+            return EXIT_ERROR;
+        }
+        char cpu[256];
+        cpu_model(cpu, sizeof cpu);
+        if (json)
+            printf("{\"machine\":{\"cpu\":\"%s\",\"membw_gbps\":%.3f},\"threads\":%d}\n", cpu, g, txc_threads_get());
+        else
+            printf("memory: read bandwidth %.2f GB/s (%d threads streaming 1 GiB, median of %d passes); %s\n", g,
+                   txc_threads_get(), MEMBW_PASSES, cpu);
+        return 0;
+    }
+    if (!model_dir == !synthetic) {
+        fprintf(stderr, "txc: bench needs exactly one of --model DIR or --synthetic NAME (see txc bench --help)\n");
+        return EXIT_ERROR;
+    }
+    txc_weights_mode wmodes[2] = {wopts.weights};
+    int n_wmodes = 1;
+    if (weights_list && !parse_weights(weights_list, wmodes, &n_wmodes))
+        return EXIT_ERROR;
+    if (weights_list && wopts.weights != TXC_WEIGHTS_DEFAULT) {
+        fprintf(stderr, "txc: give --weights LIST or --mmap / --no-mmap, not both\n");
+        return EXIT_ERROR;
+    }
+    if (wmodes[0] == TXC_WEIGHTS_DEFAULT)
+        wmodes[0] = TXC_WEIGHTS_DEFAULT_MODE;
+    if (synthetic && !txc_synthetic_find(synthetic)) {
+        txc_hf_config unused;
+        txc_clear_error();
+        txc_synthetic_config(synthetic, &unused); /* its message lists the known names */
+        return txc_cli_fail_in("--synthetic");
+    }
+    txc_dtype dtype = TXC_F32;
+    if (dtype_name) {
+        if (!txc_dtype_parse(dtype_name, &dtype) || !txc_dtype_is_float(dtype)) {
+            fprintf(stderr, "txc: --dtype expects f32, bf16 or f16, got '%s'\n", dtype_name);
+            return EXIT_ERROR;
+        }
+    }
+    if (prompt_text && synthetic) {
+        fprintf(stderr, "txc: --prompt needs --model (a synthetic model has no tokenizer; use --prompt-tokens N)\n");
+        return EXIT_ERROR;
+    }
+    if (prompt_text && prompt_tokens > 0) {
+        fprintf(stderr, "txc: give --prompt or --prompt-tokens, not both\n");
+        return EXIT_ERROR;
+    }
+    const bench_mode *modes[MAX_MODES];
+    int n_modes = 0;
+    if (modes_list) {
+        if (!parse_modes(modes_list, modes, &n_modes))
+            return EXIT_ERROR;
+    } else {
+        for (int i = 0; i < N_DEFAULT_MODES; i++)
+            modes[n_modes++] = &known_modes[i];
+    }
+    if (model_dir && !txc_cli_model_dir(model_dir))
+        return EXIT_ERROR;
+
+    /* The counts against the model's positions before anything is sized by
+     * them (a --prompt-tokens prompt is N ids, the caches hold the prompt
+     * and the new tokens): config.json (or the GGUF metadata) alone says. */
+    txc_hf_config pre;
+    if ((synthetic ? txc_synthetic_config(synthetic, &pre) : txc_model_config_load(model_dir, &pre)) != TXC_OK)
+        return txc_cli_fail_in(synthetic ? synthetic : model_dir);
+    const bool exact = prompt_tokens > 0 || synthetic; /* a text prompt's length is known after tokenizing */
+    const int64_t min_need = (prompt_tokens > 0 ? prompt_tokens : synthetic ? 8 : 1) + new_tokens;
+    if (min_need > pre.max_position_embeddings) {
+        fprintf(stderr, "txc: the prompt + new tokens (%s%lld) exceed max_position_embeddings %lld\n",
+                exact ? "" : "at least ", (long long)min_need, (long long)pre.max_position_embeddings);
+        return EXIT_ERROR;
+    }
+
+    if (max_cache_len > pre.max_position_embeddings) { /* (the generator cuts it there too) */
+        fprintf(stderr, "txc: note: --max-cache-len %lld is more than max_position_embeddings %lld: the static "
+                        "cache holds %lld tokens\n", (long long)max_cache_len, (long long)pre.max_position_embeddings,
+                (long long)pre.max_position_embeddings);
+        max_cache_len = pre.max_position_embeddings;
+    }
+
+    char default_cache[4096];
+    if (no_compile_cache)
+        compile_cache = NULL;
+    else if (!compile_cache && txc_jit_default_compile_cache(default_cache, sizeof default_cache))
+        compile_cache = default_cache;
+    if (compile_cache && !*compile_cache)
+        compile_cache = NULL;
+
+    bench_args ba = {.model_dir = model_dir, .synthetic = synthetic, .dtype_name = dtype_name,
+                     .prompt_text = prompt_text, .compile_cache = compile_cache, .new_tokens = new_tokens,
+                     .prompt_tokens = prompt_tokens, .max_cache_len = max_cache_len, .seed = seed,
+                     .baseline_limit = baseline_limit, .json = json, .membw = membw, .profile = profile,
+                     .wopts = wopts, .dtype = dtype, .wmodes = {wmodes[0], wmodes[1]}, .n_wmodes = n_wmodes,
+                     .batch_sizes = batch_sizes, .n_batch_sizes = n_batch_sizes, .modes = modes, .n_modes = n_modes};
+    return txc_cli_run_parallel(tp, devices, &wopts, bench_body, &ba);
 }

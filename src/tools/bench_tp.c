@@ -7,6 +7,8 @@
 
 #include <stdlib.h>
 
+#include "txc/threads.h"
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -55,10 +57,17 @@ void txc_bench_tp_header(FILE *f, const txc_model *m)
     const txc_sharding *s = NULL;
     for (int i = 0; i < txc_model_num_parameters(m) && !s; i++)
         s = txc_tensor_sharding(txc_model_parameter(m, i));
-    fprintf(f, "tensor parallel: --tp %lld, %d processes over %s; rank %d's weights %.1f MB of the whole model's "
-               "%.1f MB (%.3fx)\n",
-            (long long)txc_model_tp_size(m), txc_process_count(), txc_distributed_is_mpi() ? "MPI" : "nothing",
-            txc_process_index(), mine / 1e6, whole / 1e6, whole > 0 ? mine / whole : 0);
+    if (txc_process_count() > 1 || txc_device_count() == 1)
+        fprintf(f, "tensor parallel: --tp %lld, %d processes over %s; rank %d's weights %.1f MB of the whole model's "
+                   "%.1f MB (%.3fx)\n",
+                (long long)txc_model_tp_size(m), txc_process_count(), txc_distributed_is_mpi() ? "MPI" : "nothing",
+                txc_process_index(), mine / 1e6, whole / 1e6, whole > 0 ? mine / whole : 0);
+    else
+        fprintf(f, "tensor parallel: --tp %lld, %d devices in one process over %s (%d thread%s each); device %d's "
+                   "weights %.1f MB of the whole model's %.1f MB (%.3fx)\n",
+                (long long)txc_model_tp_size(m), txc_device_count(), txc_collective_transport(), txc_threads_get(),
+                txc_threads_get() == 1 ? "" : "s",
+                txc_device_index(), mine / 1e6, whole / 1e6, whole > 0 ? mine / whole : 0);
     if (s) {
         double us = all_reduce_us(m, txc_sharding_mesh(s));
         if (us >= 0)

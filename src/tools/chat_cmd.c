@@ -310,7 +310,7 @@ int txc_cmd_chat(int argc, char **argv)
                 in_ok ? "a directory" : errno == EBADF ? "closed" : strerror(errno));
         return EXIT_ERROR;
     }
-    if (gf.mopts.tp_mesh) { /* (the ranks would read different input: stdin / HTTP reach rank 0 only) */
+    if (gf.tp || gf.devices) { /* (the devices would read different input: stdin / HTTP reach one only) */
         fprintf(stderr, "txc: txc chat does not run tensor-parallel yet (--tp: txc generate and txc bench do)\n");
         return EXIT_ERROR;
     }

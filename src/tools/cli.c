@@ -81,6 +81,8 @@ const char *txc_cli_model_dir(const char *given)
 
 int txc_cli_fail(const char *what)
 {
+    if (txc_cli_quiet())
+        return EXIT_ERROR;
     if (*txc_last_error())
         fprintf(stderr, "txc: %s\n", txc_last_error());
     else
@@ -91,6 +93,8 @@ int txc_cli_fail(const char *what)
 int txc_cli_fail_in(const char *context)
 {
     const char *e = txc_last_error();
+    if (txc_cli_quiet())
+        return EXIT_ERROR;
     if (!strncmp(e, context, strlen(context))) /* "chat template line 1: ..." names it already */
         context = "";
     fprintf(stderr, "txc: %s%s%s\n", context, !*e ? " failed" : *context ? ": " : "", e);
@@ -210,7 +214,7 @@ bool txc_cli_weights_option(int ch, txc_model_options *o)
 void txc_cli_warn_overflow(const txc_model *model, const txc_model_options *mopts)
 {
     txc_weights_info w = txc_model_weights_info(model);
-    if (w.n_overflow_tensors == 0)
+    if (w.n_overflow_tensors == 0 || txc_cli_quiet())
         return;
     char more[64] = "";
     if (w.n_overflow_tensors > 1)
@@ -251,7 +255,8 @@ int txc_cli_gen_option(txc_cli_gen_flags *f, int ch, const char *arg)
         f->have_seed = true;
         return 1;
     case TXC_CLI_OPT_CHECK_TENSORS: f->mopts.check_tensors = true; return 1;
-    case TXC_CLI_OPT_TP: return txc_cli_tp_setup(arg, &f->mopts) ? 1 : -1;
+    case TXC_CLI_OPT_TP: return txc_cli_parse_tp(arg, &f->tp) ? 1 : -1;
+    case TXC_CLI_OPT_DEVICES: return txc_cli_parse_devices(arg, &f->devices) ? 1 : -1;
     case TXC_CLI_OPT_JIT: f->jit = 1; return 1;
     case TXC_CLI_OPT_NO_JIT: f->jit = 0; return 1;
     case TXC_CLI_OPT_COMPILE_CACHE: f->compile_cache = arg; return 1;
@@ -388,7 +393,7 @@ bool txc_cli_load_model(const char *model_dir, const txc_model_options *mopts, t
         txc_cli_fail("generation_config.json");
         ok = false;
     }
-    for (int i = 0; ok && i < gcfg->n_ignored; i++) /* one line per key, as transformers warns */
+    for (int i = 0; ok && !txc_cli_quiet() && i < gcfg->n_ignored; i++) /* one line per key, as transformers warns */
         fprintf(stderr, "txc: warning: generation_config.json: %s is not implemented by txc and is ignored\n",
                 gcfg->ignored[i]);
     if (ok && txc_tokenizer_vocab_size(*tok) > mcfg->vocab_size) {
@@ -397,7 +402,8 @@ bool txc_cli_load_model(const char *model_dir, const txc_model_options *mopts, t
         while (id < txc_tokenizer_vocab_size(*tok) && !txc_tokenizer_id_to_token(*tok, id))
             id++;
         const char *t = txc_tokenizer_id_to_token(*tok, id);
-        fprintf(stderr, "txc: tokenizer.json has ids up to %d, but config.json's vocab_size is %lld: %s '%.60s' "
+        if (!txc_cli_quiet())
+            fprintf(stderr, "txc: tokenizer.json has ids up to %d, but config.json's vocab_size is %lld: %s '%.60s' "
                         "has id %d\n",
                 txc_tokenizer_vocab_size(*tok) - 1, (long long)mcfg->vocab_size,
                 txc_tokenizer_is_added(*tok, id) ? "the added token" : "the vocab's token", t ? t : "?", (int)id);

@@ -95,7 +95,7 @@ enum {
     TXC_CLI_OPT_SAMPLE = 0x7800, TXC_CLI_OPT_GREEDY, TXC_CLI_OPT_TEMPERATURE, TXC_CLI_OPT_TOP_K, TXC_CLI_OPT_TOP_P,
     TXC_CLI_OPT_MIN_P, TXC_CLI_OPT_REP, TXC_CLI_OPT_SEED, TXC_CLI_OPT_JIT, TXC_CLI_OPT_NO_JIT,
     TXC_CLI_OPT_COMPILE_CACHE, TXC_CLI_OPT_NO_COMPILE_CACHE, TXC_CLI_OPT_DTYPE, TXC_CLI_OPT_THREADS,
-    TXC_CLI_OPT_CHECK_TENSORS, TXC_CLI_OPT_COMPILE_CACHE_MAX_MB, TXC_CLI_OPT_TP
+    TXC_CLI_OPT_CHECK_TENSORS, TXC_CLI_OPT_COMPILE_CACHE_MAX_MB, TXC_CLI_OPT_TP, TXC_CLI_OPT_DEVICES
 };
 #define TXC_CLI_GEN_LONGOPTS                                                                              \
     {"do-sample", no_argument, 0, TXC_CLI_OPT_SAMPLE}, {"greedy", no_argument, 0, TXC_CLI_OPT_GREEDY},     \
@@ -110,7 +110,7 @@ enum {
         {"compile-cache-max-mb", required_argument, 0, TXC_CLI_OPT_COMPILE_CACHE_MAX_MB},                 \
         {"dtype", required_argument, 0, TXC_CLI_OPT_DTYPE}, {"threads", required_argument, 0, TXC_CLI_OPT_THREADS}, \
         {"check-tensors", no_argument, 0, TXC_CLI_OPT_CHECK_TENSORS}, {"tp", required_argument, 0, TXC_CLI_OPT_TP}, \
-        TXC_CLI_WEIGHTS_LONGOPTS
+        {"devices", required_argument, 0, TXC_CLI_OPT_DEVICES}, TXC_CLI_WEIGHTS_LONGOPTS
 #define TXC_CLI_COMPILE_CACHE_MAX_HELP                                                                    \
     "  --compile-cache-max-mb N  keep the compile cache folder within N MB (2^20 bytes),\n"              \
     "                      deleting the least recently used plans first; 0: no cap (default 256)\n"
@@ -118,12 +118,56 @@ enum {
  * line on stderr) when it is not an integer in [0, 2^43]. */
 bool txc_cli_parse_cache_max_mb(const char *arg, int64_t *bytes);
 #define TXC_CLI_TP_HELP                                                                                   \
-    "  --tp N              tensor parallelism over N processes, one shard of the weights each:\n"       \
-    "                      mpirun -np N txc ... --tp N (only rank 0 prints)\n"
-/* --tp N (src/tools/tp_cli.c): join the job (MPI), check it has N
- * processes, make the mesh ("tp": N) into o->tp_mesh; the stdout of every
- * rank but 0 goes to /dev/null. false: one line on stderr. */
-bool txc_cli_tp_setup(const char *arg, txc_model_options *o);
+    "  --tp N              tensor parallelism over N devices, one shard of the weights each:\n"         \
+    "                      N processes (mpirun -np N txc ... --tp N; only rank 0 prints) or\n"         \
+    "                      N devices in this process (--devices cpu:N)\n"                               \
+    "  --devices cpu:N     N CPU devices in this process (with --tp N), the --threads split\n"        \
+    "                      over them, each its own thread pool and memory; collectives over\n"       \
+    "                      shared memory\n"
+/* ---- --tp / --devices (src/tools/tp_cli.c) ---------------------------------------
+ * Parsing records the values (--tp 1..4096; --devices cpu:N, N 1..64);
+ * txc_cli_parallel_setup, after the whole command line was read, checks
+ * them and makes the job: under mpirun the MPI mesh ("tp": N) into
+ * o->tp_mesh (every rank but 0 sends its stdout to /dev/null); with
+ * --devices nothing yet (txc_cli_run_parallel makes each device's mesh).
+ * It refuses mpirun with several processes and no --tp (each would print
+ * its own copy), --devices without the same --tp, --devices under mpirun,
+ * fewer --threads than devices. false: one line on stderr. */
+bool txc_cli_parse_tp(const char *arg, int64_t *n);
+bool txc_cli_parse_devices(const char *arg, int64_t *n);
+bool txc_cli_parallel_setup(int64_t tp, int64_t devices, txc_model_options *o);
+/* One device of the run: its index (the MPI rank, or the in-process
+ * device), whether it is the one that prints (lead: device / rank 0),
+ * where its stdout goes (stdout, or /dev/null for the others: every device
+ * runs the same program, byte for byte, and one prints), its mesh (NULL:
+ * not tensor-parallel). */
+typedef struct txc_cli_device {
+    int index;
+    bool lead;
+    FILE *out;
+    struct txc_mesh *mesh;
+} txc_cli_device;
+typedef int (*txc_cli_device_fn)(void *ctx, const txc_cli_device *dev);
+/* Run body on every device: with --devices cpu:N on N in-process devices
+ * (txc_devices_run, the --threads split over them, the remainder to the
+ * first ones; each device's mesh made on its thread; the txc_cli_fail*
+ * lines of devices but 0 kept quiet), else once in this process (an MPI
+ * rank: o->tp_mesh). Returns the exit status: device 0's, else, when
+ * another device alone failed, EXIT_ERROR with its message. */
+int txc_cli_run_parallel(int64_t tp, int64_t devices, const txc_model_options *o, txc_cli_device_fn body, void *ctx);
+int txc_cli_devices_run(int64_t n, txc_cli_device_fn body, void *ctx);
+/* True on an in-process device's thread other than device 0: its error
+ * and warning lines are not printed (device 0 prints the same ones). */
+bool txc_cli_quiet(void);
+/* Under mpirun, every rank but 0 sends stderr to /dev/null while the
+ * command line is read (txc_cli_quiet_ranks, at the start of main) and
+ * gets it back once the job is set up (txc_cli_unquiet_ranks): an argument
+ * error is printed once, by rank 0; every rank exits with its status. */
+void txc_cli_quiet_ranks(void);
+void txc_cli_unquiet_ranks(void);
+/* Commands other than generate and bench under mpirun with several
+ * processes: one line (rank 0) and false; true otherwise. */
+bool txc_cli_mpirun_ok(const char *command);
 #define TXC_CLI_GEN_HELP                                                                                  \
     "  --jit, --no-jit     compile the prefill and decode steps into cached plans (default)\n"           \
     "                      or run every op eagerly\n"                                                    \
@@ -159,6 +203,7 @@ typedef struct txc_cli_gen_flags {
     const char *compile_cache; /* --compile-cache DIR; "": --no-compile-cache; NULL: the default */
     int64_t compile_cache_max_bytes; /* --compile-cache-max-mb, in bytes; -1: the default */
     char default_cache[4096];
+    int64_t tp, devices; /* --tp N, --devices cpu:N; 0: not given */
 } txc_cli_gen_flags;
 
 void txc_cli_gen_flags_init(txc_cli_gen_flags *f);

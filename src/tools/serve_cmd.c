@@ -170,7 +170,7 @@ int txc_cmd_serve(int argc, char **argv)
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
-    if (gf.mopts.tp_mesh) { /* (the ranks would read different input: stdin / HTTP reach rank 0 only) */
+    if (gf.tp || gf.devices) { /* (the devices would read different input: stdin / HTTP reach one only) */
         fprintf(stderr, "txc: txc serve does not run tensor-parallel yet (--tp: txc generate and txc bench do)\n");
         return EXIT_ERROR;
     }

@@ -74,6 +74,7 @@ static void usage_generate(FILE *f)
 #define TXC_CLI_MAX_BATCH 32 /* TXC_BATCH_MAX_SLOTS */
 
 typedef struct stream_ctx {
+    FILE *out; /* stdout, or /dev/null on a device that does not print */
     const txc_tokenizer *tok;
     txc_detok_stream *detok;
     bool failed;
@@ -91,8 +92,8 @@ typedef struct stream_ctx {
 static bool emit(stream_ctx *s, const char *piece, size_t n, bool final)
 {
     if (s->n_stop == 0) {
-        fwrite(piece, 1, n, stdout);
-        fflush(stdout);
+        fwrite(piece, 1, n, s->out);
+        fflush(s->out);
         return true;
     }
     if (s->n_held + n > s->cap_held) {
@@ -120,8 +121,8 @@ static bool emit(stream_ctx *s, const char *piece, size_t n, bool final)
             }
     }
     if (cut != SIZE_MAX) {
-        fwrite(s->held, 1, cut, stdout);
-        fflush(stdout);
+        fwrite(s->held, 1, cut, s->out);
+        fflush(s->out);
         s->n_held = 0;
         s->stopped = true;
         return false;
@@ -136,8 +137,8 @@ static bool emit(stream_ctx *s, const char *piece, size_t n, bool final)
                 break;
             }
     }
-    fwrite(s->held, 1, s->n_held - keep, stdout);
-    fflush(stdout);
+    fwrite(s->held, 1, s->n_held - keep, s->out);
+    fflush(s->out);
     memmove(s->held, s->held + s->n_held - keep, keep);
     s->n_held = keep;
     return true;
@@ -154,6 +155,158 @@ static bool print_token(void *ctx, int32_t id)
         return false;
     }
     return emit(s, piece, n, false);
+}
+
+typedef struct generate_args {
+    const char *model_dir, *prompt, *prompt_file;
+    size_t prompt_len;
+    txc_cache_kind cache;
+    int64_t max_new_tokens, max_cache_len, batch_size;
+    bool verbose, json;
+    const txc_cli_gen_flags *gf;
+    const stream_ctx *sc; /* the --stop strings */
+} generate_args;
+
+/* Load, generate, print: what every device runs (SPMD), one of them printing. */
+static int generate_body(void *ctx, const txc_cli_device *dev)
+{
+    const generate_args *a = ctx;
+    txc_model *model;
+    txc_tokenizer *tok;
+    txc_generation_config gcfg;
+    double load_ms;
+    txc_cli_gen_flags gf = *a->gf; /* this device's copy: its mesh */
+    gf.mopts.tp_mesh = dev->mesh;
+    stream_ctx sc = *a->sc;
+    sc.out = dev->out;
+    FILE *err = dev->lead ? stderr : dev->out; /* notes and --verbose: one device prints them */
+    const char *model_dir = a->model_dir, *prompt = a->prompt, *prompt_file = a->prompt_file;
+    const size_t prompt_len = a->prompt_len;
+    const txc_cache_kind cache = a->cache;
+    const int64_t max_new_tokens = a->max_new_tokens, max_cache_len = a->max_cache_len, batch_size = a->batch_size;
+    const bool verbose = a->verbose && dev->lead, json = a->json;
+    if (!txc_cli_load_model(model_dir, &gf.mopts, &model, &tok, &gcfg, &load_ms))
+        return EXIT_ERROR;
+
+    if (dev->lead)
+        txc_cli_note_max_cache_len(max_cache_len, cache, txc_model_max_positions(model));
+    int rc = 0;
+    int32_t *ids = NULL;
+    size_t n_ids = 0;
+    txc_generate_options opts = txc_generate_default_options(model, model_dir);
+    opts.cache = cache;
+    opts.max_cache_len = max_cache_len;
+    txc_cli_gen_flags_apply(&gf, &opts);
+    sc.tok = tok;
+    if (prompt_file) {
+        txc_cli_batch_args ba = {.prompt_file = prompt_file, .batch_size = batch_size, .max_cache_len = max_cache_len,
+                                 .json = json, .verbose = verbose, .max_new_tokens = max_new_tokens, .gcfg = &gcfg,
+                                 .stop = sc.stop, .n_stop = sc.n_stop};
+        if (dev->lead)
+            txc_cli_note_no_compile_cache(&gf, "generate --prompt-file");
+        if (verbose)
+            txc_cli_print_load(stderr, model, load_ms);
+        rc = txc_cli_generate_file(model, tok, &opts, &ba);
+        txc_tokenizer_free(tok);
+        txc_model_free(model);
+        return rc;
+    }
+    sc.detok = txc_detok_stream_new(tok, true);
+    opts.on_token = print_token;
+    opts.ctx = &sc;
+    txc_generate_result res = {0};
+    txc_generator *gen = txc_cli_generator_new(model, &gf, opts.jit);
+    const char *compile_cache = gf.compile_cache;
+    bool encoded = gen && sc.detok && txc_tokenizer_encode(tok, prompt, prompt_len, true, &ids, &n_ids) == TXC_OK;
+    if (encoded)
+        opts.max_new_tokens = txc_cli_max_new_tokens(max_new_tokens, &gcfg, (int64_t)n_ids, opts.max_new_tokens);
+    if (!encoded) {
+        rc = txc_cli_fail("prompt");
+    } else if (txc_generator_run(gen, ids, (int64_t)n_ids, &opts, &res) != TXC_OK || sc.failed) {
+        fflush(sc.out);
+        rc = txc_cli_fail("generate");
+    } else {
+        const char *piece;
+        size_t n;
+        if (!sc.stopped && txc_detok_stream_flush(sc.detok, &piece, &n) == TXC_OK)
+            emit(&sc, piece, n, true);
+        else if (!sc.stopped)
+            emit(&sc, "", 0, true);
+        fputc('\n', sc.out);
+        if (fflush(sc.out) != 0 || ferror(sc.out)) {
+            fprintf(err, "txc: writing the output failed\n");
+            rc = EXIT_ERROR;
+        }
+        if (dev->lead)
+            txc_cli_warn_compile_cache(gen); /* after the text's line */
+        if (!sc.stopped && res.stop_reason && (strcmp(res.stop_reason, "max_cache_len") == 0 ||
+                                               strcmp(res.stop_reason, "max_position_embeddings") == 0)) {
+            /* a cache already at max_position_embeddings cannot grow: no advice to raise it */
+            const int64_t seq = (int64_t)n_ids + res.n_new;
+            const bool can_grow = strcmp(res.stop_reason, "max_cache_len") == 0 && seq < txc_model_max_positions(model);
+            fprintf(err, "txc: note: generation stopped at %s (%lld tokens)%s\n", res.stop_reason, (long long)seq,
+                    can_grow ? "; raise --max-cache-len"
+                             : strcmp(res.stop_reason, "max_cache_len") == 0 ? ", the model's max_position_embeddings"
+                                                                             : "");
+        }
+        if (verbose) {
+            int64_t n_decode = res.n_new > 1 ? res.n_new - 1 : 0;
+            txc_cli_print_load(stderr, model, load_ms);
+            fprintf(stderr, "prefill: %.2f ms (%zu prompt tokens)\n", res.prefill_ms, n_ids);
+            if (n_decode > 0)
+                fprintf(stderr, "decode: %.1f tokens/s (%lld tokens in %.1f ms)\n",
+                        res.decode_ms > 0 ? (double)n_decode * 1e3 / res.decode_ms : 0.0, (long long)n_decode,
+                        res.decode_ms);
+            else
+                fprintf(stderr, "decode: no decode step (the one new token came from the prefill)\n");
+            if (cache == TXC_CACHE_STATIC)
+                fprintf(stderr, "cache: static (max_cache_len %lld)\n", (long long)res.max_cache_len);
+            else
+                fprintf(stderr, "cache: %s\n", txc_cache_kind_name(cache));
+            fprintf(stderr, "stop: %s\n", sc.stopped ? "stop string" : res.stop_reason);
+            txc_cli_print_sampling(stderr, &opts);
+            if (opts.jit) {
+                txc_jit_stats ps[2] = {txc_generator_jit_stats(gen, 0), txc_generator_jit_stats(gen, 1)};
+                /* a plan loaded from the compile cache is not a compilation */
+                fprintf(stderr, "jit: %lld prefill + %lld decode plans (%llu of them loaded from the compile cache), "
+                                "%.1f ms\n",
+                        (long long)res.prefill_compilations, (long long)res.decode_compilations,
+                        (unsigned long long)(ps[0].cache_loads + ps[1].cache_loads), res.compile_ms);
+                for (int w = 0; w < 2; w++) {
+                    txc_jit_stats js = txc_generator_jit_stats(gen, w);
+                    if (js.misses)
+                        fprintf(stderr, "jit %s: %d ops traced, %d kernels after passes (%d groups of sibling "
+                                        "linears), arena %.1f KiB, last recompile: %s\n",
+                                w ? "decode" : "prefill", js.nodes_traced, js.nodes_compiled, js.linear_groups,
+                                (double)js.arena_bytes / 1024.0, txc_generator_last_recompile_reason(gen, w));
+                }
+                txc_jit_stats cs[2] = {txc_generator_jit_stats(gen, 0), txc_generator_jit_stats(gen, 1)};
+                struct stat cst;
+                if (compile_cache && *compile_cache && stat(compile_cache, &cst) == 0 && !S_ISDIR(cst.st_mode))
+                    fprintf(stderr, "compile cache: %s is not a directory: nothing cached\n", compile_cache);
+                else if (compile_cache && *compile_cache)
+                    fprintf(stderr, "compile cache: %s: %llu plans loaded, %llu saved, %llu files rejected (corrupt, "
+                                    "stale or not a regular file), %llu not written, %llu evicted (size cap)\n",
+                            compile_cache, (unsigned long long)(cs[0].cache_loads + cs[1].cache_loads),
+                            (unsigned long long)(cs[0].cache_saves + cs[1].cache_saves),
+                            (unsigned long long)(cs[0].cache_rejects + cs[1].cache_rejects),
+                            (unsigned long long)(cs[0].cache_errors + cs[1].cache_errors),
+                            (unsigned long long)(cs[0].cache_evictions + cs[1].cache_evictions));
+                else
+                    fprintf(stderr, "compile cache: off\n");
+            } else {
+                fprintf(stderr, "jit: off (eager)\n");
+            }
+        }
+    }
+    txc_generate_result_free(&res);
+    txc_generator_free(gen);
+    txc_detok_stream_free(sc.detok);
+    free(sc.held);
+    free(ids);
+    txc_tokenizer_free(tok);
+    txc_model_free(model);
+    return rc;
 }
 
 static int cmd_generate(int argc, char **argv)
@@ -263,133 +416,23 @@ static int cmd_generate(int argc, char **argv)
         free(prompt_buf);
         return EXIT_ERROR;
     }
-
-    txc_model *model;
-    txc_tokenizer *tok;
-    txc_generation_config gcfg;
-    double load_ms;
-    if (!txc_cli_load_model(model_dir, &gf.mopts, &model, &tok, &gcfg, &load_ms)) {
+    if (prompt_file && gf.devices > 1) {
+        fprintf(stderr, "txc: --prompt-file does not run on --devices yet (its batch runs on one device; mpirun "
+                        "-np N ... --tp N does)\n");
         free(prompt_buf);
         return EXIT_ERROR;
     }
-
-    txc_cli_note_max_cache_len(max_cache_len, cache, txc_model_max_positions(model));
-    int rc = 0;
-    int32_t *ids = NULL;
-    size_t n_ids = 0;
-    txc_generate_options opts = txc_generate_default_options(model, model_dir);
-    opts.cache = cache;
-    opts.max_cache_len = max_cache_len;
-    txc_cli_gen_flags_apply(&gf, &opts);
-    sc.tok = tok;
-    if (prompt_file) {
-        txc_cli_batch_args ba = {.prompt_file = prompt_file, .batch_size = batch_size, .max_cache_len = max_cache_len,
-                                 .json = json, .verbose = verbose, .max_new_tokens = max_new_tokens, .gcfg = &gcfg,
-                                 .stop = sc.stop, .n_stop = sc.n_stop};
-        txc_cli_note_no_compile_cache(&gf, "generate --prompt-file");
-        if (verbose)
-            txc_cli_print_load(stderr, model, load_ms);
-        rc = txc_cli_generate_file(model, tok, &opts, &ba);
-        txc_tokenizer_free(tok);
-        txc_model_free(model);
+    if (!txc_cli_parallel_setup(gf.tp, gf.devices, &gf.mopts)) {
         free(prompt_buf);
-        return rc;
+        return EXIT_ERROR;
     }
-    sc.detok = txc_detok_stream_new(tok, true);
-    opts.on_token = print_token;
-    opts.ctx = &sc;
-    txc_generate_result res = {0};
-    txc_generator *gen = txc_cli_generator_new(model, &gf, opts.jit);
-    const char *compile_cache = gf.compile_cache;
-    bool encoded = gen && sc.detok && txc_tokenizer_encode(tok, prompt, prompt_len, true, &ids, &n_ids) == TXC_OK;
-    if (encoded)
-        opts.max_new_tokens = txc_cli_max_new_tokens(max_new_tokens, &gcfg, (int64_t)n_ids, opts.max_new_tokens);
-    if (!encoded) {
-        rc = txc_cli_fail("prompt");
-    } else if (txc_generator_run(gen, ids, (int64_t)n_ids, &opts, &res) != TXC_OK || sc.failed) {
-        fflush(stdout);
-        rc = txc_cli_fail("generate");
-    } else {
-        const char *piece;
-        size_t n;
-        if (!sc.stopped && txc_detok_stream_flush(sc.detok, &piece, &n) == TXC_OK)
-            emit(&sc, piece, n, true);
-        else if (!sc.stopped)
-            emit(&sc, "", 0, true);
-        fputc('\n', stdout);
-        if (fflush(stdout) != 0 || ferror(stdout)) {
-            fprintf(stderr, "txc: writing the output failed\n");
-            rc = EXIT_ERROR;
-        }
-        txc_cli_warn_compile_cache(gen); /* after the text's line */
-        if (!sc.stopped && res.stop_reason && (strcmp(res.stop_reason, "max_cache_len") == 0 ||
-                                               strcmp(res.stop_reason, "max_position_embeddings") == 0)) {
-            /* a cache already at max_position_embeddings cannot grow: no advice to raise it */
-            const int64_t seq = (int64_t)n_ids + res.n_new;
-            const bool can_grow = strcmp(res.stop_reason, "max_cache_len") == 0 && seq < txc_model_max_positions(model);
-            fprintf(stderr, "txc: note: generation stopped at %s (%lld tokens)%s\n", res.stop_reason, (long long)seq,
-                    can_grow ? "; raise --max-cache-len"
-                             : strcmp(res.stop_reason, "max_cache_len") == 0 ? ", the model's max_position_embeddings"
-                                                                             : "");
-        }
-        if (verbose) {
-            int64_t n_decode = res.n_new > 1 ? res.n_new - 1 : 0;
-            txc_cli_print_load(stderr, model, load_ms);
-            fprintf(stderr, "prefill: %.2f ms (%zu prompt tokens)\n", res.prefill_ms, n_ids);
-            if (n_decode > 0)
-                fprintf(stderr, "decode: %.1f tokens/s (%lld tokens in %.1f ms)\n",
-                        res.decode_ms > 0 ? (double)n_decode * 1e3 / res.decode_ms : 0.0, (long long)n_decode,
-                        res.decode_ms);
-            else
-                fprintf(stderr, "decode: no decode step (the one new token came from the prefill)\n");
-            if (cache == TXC_CACHE_STATIC)
-                fprintf(stderr, "cache: static (max_cache_len %lld)\n", (long long)res.max_cache_len);
-            else
-                fprintf(stderr, "cache: %s\n", txc_cache_kind_name(cache));
-            fprintf(stderr, "stop: %s\n", sc.stopped ? "stop string" : res.stop_reason);
-            txc_cli_print_sampling(stderr, &opts);
-            if (opts.jit) {
-                txc_jit_stats ps[2] = {txc_generator_jit_stats(gen, 0), txc_generator_jit_stats(gen, 1)};
-                /* a plan loaded from the compile cache is not a compilation */
-                fprintf(stderr, "jit: %lld prefill + %lld decode plans (%llu of them loaded from the compile cache), "
-                                "%.1f ms\n",
-                        (long long)res.prefill_compilations, (long long)res.decode_compilations,
-                        (unsigned long long)(ps[0].cache_loads + ps[1].cache_loads), res.compile_ms);
-                for (int w = 0; w < 2; w++) {
-                    txc_jit_stats js = txc_generator_jit_stats(gen, w);
-                    if (js.misses)
-                        fprintf(stderr, "jit %s: %d ops traced, %d kernels after passes (%d groups of sibling "
-                                        "linears), arena %.1f KiB, last recompile: %s\n",
-                                w ? "decode" : "prefill", js.nodes_traced, js.nodes_compiled, js.linear_groups,
-                                (double)js.arena_bytes / 1024.0, txc_generator_last_recompile_reason(gen, w));
-                }
-                txc_jit_stats cs[2] = {txc_generator_jit_stats(gen, 0), txc_generator_jit_stats(gen, 1)};
-                struct stat cst;
-                if (compile_cache && *compile_cache && stat(compile_cache, &cst) == 0 && !S_ISDIR(cst.st_mode))
-                    fprintf(stderr, "compile cache: %s is not a directory: nothing cached\n", compile_cache);
-                else if (compile_cache && *compile_cache)
-                    fprintf(stderr, "compile cache: %s: %llu plans loaded, %llu saved, %llu files rejected (corrupt, "
-                                    "stale or not a regular file), %llu not written, %llu evicted (size cap)\n",
-                            compile_cache, (unsigned long long)(cs[0].cache_loads + cs[1].cache_loads),
-                            (unsigned long long)(cs[0].cache_saves + cs[1].cache_saves),
-                            (unsigned long long)(cs[0].cache_rejects + cs[1].cache_rejects),
-                            (unsigned long long)(cs[0].cache_errors + cs[1].cache_errors),
-                            (unsigned long long)(cs[0].cache_evictions + cs[1].cache_evictions));
-                else
-                    fprintf(stderr, "compile cache: off\n");
-            } else {
-                fprintf(stderr, "jit: off (eager)\n");
-            }
-        }
-    }
-    txc_generate_result_free(&res);
-    txc_generator_free(gen);
-    txc_detok_stream_free(sc.detok);
-    free(sc.held);
+    txc_cli_unquiet_ranks();
+
+    generate_args ga = {.model_dir = model_dir, .prompt = prompt, .prompt_len = prompt_len, .cache = cache,
+                        .max_new_tokens = max_new_tokens, .max_cache_len = max_cache_len, .verbose = verbose,
+                        .gf = &gf, .sc = &sc, .prompt_file = prompt_file, .batch_size = batch_size, .json = json};
+    int rc = txc_cli_run_parallel(gf.tp, gf.devices, &gf.mopts, generate_body, &ga);
     free(prompt_buf);
-    free(ids);
-    txc_tokenizer_free(tok);
-    txc_model_free(model);
     return rc;
 }
 
@@ -430,7 +473,11 @@ static bool env_ok(void)
 
 int main(int argc, char **argv)
 {
+    txc_cli_quiet_ranks(); /* under mpirun: rank 0 alone prints an argument error */
     if (!env_ok())
+        return EXIT_ERROR;
+    if (argc >= 2 && argv[1][0] != '-' && strcmp(argv[1], "generate") != 0 && strcmp(argv[1], "bench") != 0 &&
+        !txc_cli_mpirun_ok(argv[1])) /* (the others run one copy per process) */
         return EXIT_ERROR;
     if (argc < 2) {
         fprintf(stderr, "txc: no command given (commands: generate, chat, bench, tokenize, serve, inspect, quantize; see txc --help)\n");
