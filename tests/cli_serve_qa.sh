@@ -6,8 +6,10 @@
 # UTF-8 JSON when the request's bytes are not (a URL, a model name), and
 # GET /v1/models/{model} (the openai client's models.retrieve), a request
 # that must arrive whole within --timeout (a client trickling a byte at a
-# time is closed), and a note for the compile-cache flags the batch does
-# not use. The servers listen on 127.0.0.1 on a free port (--port 0).
+# time is closed), a request head over 64 KiB (OpenAI's error object with
+# 431, not libmicrohttpd's HTML page), messages without content (a 400 as
+# OpenAI's, but for an assistant's tool calls, which are refused), and a
+# note for the compile-cache flags the batch does not use. The servers listen on 127.0.0.1 on a free port (--port 0).
 set -u
 TXC=${TXC_BIN:?set by ctest}
 SHARED=${TXC_SHARED_DIR:?set by ctest}
@@ -119,6 +121,36 @@ code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/models/gpt-4")
   && ok "GET /v1/models/gpt-4: 404 model_not_found" || bad "models/other: $code $(cat "$tmp/b")"
 code=$(curl -s -o "$tmp/b" -w '%{http_code}' -X DELETE "$U/v1/models/stories260K")
 [ "$code" = 405 ] && ok "DELETE /v1/models/stories260K: 405" || bad "DELETE models/ID: $code"
+
+# --- a request head over the limit (64 KiB): a JSON 431, not the HTTP library's page ------------
+big=$(python3 -c 'print("a" * 70000)')
+code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/completions" -H "X-Big: $big" -d '{"prompt": "x", "max_tokens": 1}')
+[ "$code" = 431 ] && [ "$(py "$tmp/b" "d['error']['code'] + ' ' + d['error']['type']")" = \
+  "request_header_fields_too_large invalid_request_error" ] && ok "a 70 KB header: 431, OpenAI's error object" \
+  || bad "70 KB header: $code $(head -c 300 "$tmp/b")"
+code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/models?q=$big")
+[ "$code" = 431 ] && [ "$(py "$tmp/b" "d['error']['code']")" = request_header_fields_too_large ] \
+  && ok "a 70 KB query string: 431, OpenAI's error object" || bad "70 KB query: $code $(head -c 300 "$tmp/b")"
+code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/completions" -H "X-Big: ${big:0:8000}" \
+  -d '{"prompt": "x", "max_tokens": 1}')
+[ "$code" = 200 ] && ok "an 8 KB header: 200" || bad "8 KB header: $code $(head -c 300 "$tmp/b")"
+
+# --- a message's content: required, but for an assistant message with tool calls (which are refused) ---
+for m in '[{"role": "user"}]|messages[0].content|missing_required_parameter' \
+  '[{"role": "user", "content": null}]|messages[0].content|None' \
+  '[{"role": "system"}, {"role": "user", "content": "Hi"}]|messages[0].content|missing_required_parameter' \
+  '[{"role": "user", "content": "Hi"}, {"role": "assistant"}, {"role": "user", "content": "Hi"}]|messages[1].content|missing_required_parameter' \
+  '[{"role": "user", "content": "Hi"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, {"role": "tool", "tool_call_id": "c", "content": "1"}]|messages[1].tool_calls|None'; do
+  IFS='|' read -r msgs param ecode <<<"$m"
+  code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/chat/completions" -d "{\"messages\": $msgs, \"max_tokens\": 2}")
+  [ "$code" = 400 ] && [ "$(py "$tmp/b" "d['error']['param'] + ' ' + str(d['error']['code'])")" = "$param $ecode" ] \
+    && ok "messages $msgs: 400, param $param" || bad "messages $msgs: $code $(cat "$tmp/b")"
+done
+for msgs in '[{"role": "user", "content": ""}]' \
+  '[{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "", "tool_calls": []}, {"role": "user", "content": "Hi"}]'; do
+  code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/chat/completions" -d "{\"messages\": $msgs, \"max_tokens\": 2}")
+  [ "$code" = 200 ] && ok "messages $msgs: 200" || bad "messages $msgs: $code $(cat "$tmp/b")"
+done
 serve_stop_ok main
 
 # --- a request must arrive whole within --timeout: a client that trickles bytes is closed ----

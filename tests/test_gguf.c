@@ -409,6 +409,8 @@ static float *permute(const float *w, int64_t rows, int64_t cols, int64_t n_head
     return out;
 }
 
+static int dup_token = -1; /* > 0: token dup_token written with token dup_token - 1's string */
+
 /* The tokenizer.json of `dir` as tokenizer.ggml.* (as convert_hf_to_gguf.py's
  * _set_vocab_sentencepiece / _set_vocab_gpt2 write them). */
 static void add_vocab(gfile *f, const char *tokjson, bool spm, const char *pre, int64_t bos)
@@ -439,6 +441,8 @@ static void add_vocab(gfile *f, const char *tokjson, bool spm, const char *pre, 
         tok[id] = cJSON_GetObjectItem(e, "content")->valuestring;
         type[id] = cJSON_IsTrue(cJSON_GetObjectItem(e, "special")) ? 3 : 4;
     }
+    if (dup_token > 0 && dup_token < n)
+        tok[dup_token] = tok[dup_token - 1];
     kv_str(f, "tokenizer.ggml.model", spm ? "llama" : "gpt2");
     if (pre)
         kv_str(f, "tokenizer.ggml.pre", pre);
@@ -481,6 +485,7 @@ static const char *stories_dir(void) { return tu_path("%s/models/stories260K", t
 /* stories260K (llama, f32) written as convert_hf_to_gguf.py writes it. */
 static const float *extra_rope_freqs; /* a rope_freqs.weight (4 factors) to add, NULL: none */
 static bool no_space_prefix;          /* write tokenizer.ggml.add_space_prefix false */
+static bool extra_block;              /* add blk.5.attn_norm.weight (block_count is 5) */
 
 static gbuf stories_gguf(const char *arch, bool do_permute, float ***owned, int *n_owned)
 {
@@ -537,6 +542,8 @@ static gbuf stories_gguf(const char *arch, bool do_permute, float ***owned, int 
     add_tensor(&f, "output_norm.weight", 0, 1, (uint64_t[]){64}, t->data, t->nbytes);
     if (extra_rope_freqs)
         add_tensor(&f, "rope_freqs.weight", 0, 1, (uint64_t[]){4}, extra_rope_freqs, 16);
+    if (extra_block)
+        add_tensor(&f, "blk.5.attn_norm.weight", 0, 1, (uint64_t[]){64}, t->data, t->nbytes);
     gbuf b = gguf_bytes(&f);
     gfile_free(&f);
     txc_safetensors_close(st);
@@ -815,6 +822,50 @@ static void test_refused(void **state)
     assert_null(t);
 }
 
+/* What llama.cpp cannot load either, refused with one line: a token string
+ * twice (llama_vocab::load asserts each is its own entry), a tensor of a
+ * block past block_count (llama.cpp: "wrong number of tensors"). The same
+ * files without the fault load (the test can fail). */
+static void test_refused_vocab_blocks(void **state)
+{
+    (void)state;
+    float **owned;
+    int n_owned;
+    txc_tokenizer *t = NULL;
+    txc_model *m = NULL;
+    dup_token = 300;
+    gbuf b = stories_gguf("llama", true, &owned, &n_owned);
+    dup_token = -1;
+    const char *path = write_tmp("dup.gguf", &b);
+    txc_clear_error();
+    assert_int_equal(txc_tokenizer_load(path, &t), TXC_ERR_FORMAT);
+    assert_non_null(strstr(txc_last_error(), "at ids 299 and 300 (each token's string must be its own)"));
+    assert_null(strchr(txc_last_error(), '\n'));
+    free(b.p);
+    free_owned(owned, n_owned);
+
+    extra_block = true;
+    b = stories_gguf("llama", true, &owned, &n_owned);
+    extra_block = false;
+    path = write_tmp("blk5.gguf", &b);
+    txc_clear_error();
+    assert_int_equal(txc_model_load(path, NULL, &m), TXC_ERR_FORMAT);
+    assert_non_null(strstr(txc_last_error(),
+                           "tensor 'blk.5.attn_norm.weight' is in block 5, past llama.block_count 5 (blocks 0..4)"));
+    assert_null(m);
+    free(b.p);
+    free_owned(owned, n_owned);
+
+    b = stories_gguf("llama", true, &owned, &n_owned);
+    path = write_tmp("ok.gguf", &b);
+    assert_int_equal(txc_tokenizer_load(path, &t), TXC_OK);
+    assert_int_equal(txc_model_load(path, NULL, &m), TXC_OK);
+    txc_tokenizer_free(t);
+    txc_model_free(m);
+    free(b.p);
+    free_owned(owned, n_owned);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -822,7 +873,7 @@ int main(void)
         cmocka_unit_test(test_reader_errors),    cmocka_unit_test(test_model_logits_equal),
         cmocka_unit_test(test_spm_tokenizer),    cmocka_unit_test(test_bpe_tokenizers),
         cmocka_unit_test(test_refused),          cmocka_unit_test(test_rope_freqs),
-        cmocka_unit_test(test_spm_no_space_prefix),
+        cmocka_unit_test(test_spm_no_space_prefix), cmocka_unit_test(test_refused_vocab_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

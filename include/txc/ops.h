@@ -264,6 +264,25 @@ txc_tensor *txc_sample(txc_tensor *logits, txc_tensor *u, int64_t top_k, double 
 txc_tensor *txc_causal_attention_ext(txc_tensor *q, txc_tensor *k, txc_tensor *v, txc_tensor *cache_position,
                                      double scale, int64_t sliding_window, double softcap);
 
+/* ---- batch invariance ------------------------------------------------------------ */
+
+/* Batch invariance of aten::linear with float32/bfloat16/float16 weights,
+ * process-wide, on by default: a linear of M <= 32 rows gives every row the
+ * bits of that row alone (M = 1), so a batched decode step gives each
+ * sequence the logits it gets alone, whatever else is in the batch
+ * (txc/batch.h). Off, 1 < M <= 32 rows take the kernel M > 32 takes (on
+ * AVX2 without AVX-512: the packed 6 x 16 GEMM, each element one fused
+ * multiply-add chain in k order instead of the one-row GEMV's 8 lanes;
+ * elsewhere the tiled GEMM), so a row's last bits depend on whether it ran
+ * alone — the mode vLLM (VLLM_BATCH_INVARIANT=1) and SGLang
+ * (--enable-deterministic-inference) make optional, the other way round.
+ * Linears of more than 32 rows (long prefills) take the fastest kernel for
+ * M either way; quantized weights and attention (one sequence's rows) are
+ * not affected. Set it before the ops run, not while another thread runs
+ * them. Source: src/ops/linalg.c (linear_gemm_nt). */
+void txc_ops_set_batch_invariant(bool on);
+bool txc_ops_batch_invariant(void);
+
 /* ---- threads that run ops ------------------------------------------------------ */
 
 /* Free the calling thread's kernel scratch buffers (thread-local, kept

@@ -22,8 +22,11 @@
  * field; a prompt longer than the context names both numbers), 401 a
  * missing or wrong API key (Authorization: Bearer KEY) when one is set,
  * 404 an unknown route or model, 405 a known route with another method,
- * 413 a body over max_body_bytes, 503 the queue full (max_queue) or the
- * server stopping.
+ * 413 a body over max_body_bytes, 431 a request line and header fields over
+ * max_header_bytes, 503 the queue full (max_queue) or the server stopping.
+ * (libmicrohttpd answers alone, with its own HTML page, what never reaches
+ * the server: headers past its per-connection memory, 16 x max_header_bytes
+ * (1 MiB by default), a request line it cannot parse.)
  *
  * Threads: libmicrohttpd runs one thread per connection (parsing, chat
  * template, tokenizer, JSON); one scheduler thread owns the model and the
@@ -60,6 +63,7 @@ typedef struct txc_serve_options {
     int max_queue;             /* requests waiting for a slot before 503 (default 64) */
     int max_connections;       /* open connections at most (default 256) */
     size_t max_body_bytes;     /* request bodies past this are 413 (default 8 MiB) */
+    size_t max_header_bytes;   /* request line + header fields past this are 431 (default 64 KiB) */
     unsigned idle_timeout_s;   /* a connection idle this long is closed (default 30 s) */
     const char *model_id;      /* the name in /v1/models and responses (default: the folder's name) */
     bool verbose;              /* one line per request on stderr */

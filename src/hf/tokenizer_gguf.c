@@ -268,6 +268,27 @@ static txc_status build(const txc_gguf *g, cJSON *root)
     txc_status s = vmap_init(&vm, items, n);
     if (s)
         return s;
+    /* A string twice: llama.cpp's llama_vocab::load asserts that every token
+     * is its own map entry (and aborts); the ids of the second one would be
+     * unreachable. Empty tokens are not compared (llama.cpp names each
+     * "[EMPTY_<id>]"). */
+    for (uint64_t k = 0; k < n; k++) {
+        const txc_gguf_str *t = &items[k].v.str;
+        int64_t first = t->len ? vmap_get(&vm, t->data, (size_t)t->len) : (int64_t)k;
+        if (first != (int64_t)k) {
+            char shown[4 * 64 + 4]; /* the first 64 bytes, control bytes as \xNN (one line) */
+            size_t at = 0;
+            for (uint64_t i = 0; i < t->len && i < 64; i++) {
+                unsigned char ch = (unsigned char)t->data[i];
+                at += (size_t)snprintf(shown + at, sizeof shown - at, ch < 0x20 || ch == 0x7f ? "\\x%02x" : "%c", ch);
+            }
+            snprintf(shown + at, sizeof shown - at, "%s", t->len > 64 ? "..." : "");
+            free(vm.slot);
+            return txc_error(TXC_ERR_FORMAT, "%s: tokenizer.ggml.tokens has the string '%s' at ids %" PRId64
+                                             " and %" PRIu64 " (each token's string must be its own)",
+                             path, shown, first, k);
+        }
+    }
     cJSON_AddStringToObject(root, "version", "1.0");
     cJSON *m = cJSON_AddObjectToObject(root, "model");
     cJSON_AddStringToObject(m, "type", "BPE");

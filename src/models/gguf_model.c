@@ -404,6 +404,19 @@ static bool hf_name(const gguf_arch *a, const char *name, char *hf, size_t cap)
     return false;
 }
 
+/* The block (layer) of a tensor named blk.N.*: N (INT64_MAX when it has more
+ * digits than int64), -1 for another name. */
+static int64_t block_of(const char *name)
+{
+    if (strncmp(name, "blk.", 4) != 0 || name[4] < '0' || name[4] > '9')
+        return -1;
+    int64_t n = 0;
+    const char *p = name + 4;
+    for (; *p >= '0' && *p <= '9'; p++)
+        n = n > (INT64_MAX - 9) / 10 ? INT64_MAX : n * 10 + (*p - '0');
+    return *p == '.' ? n : -1;
+}
+
 /* A rewritten copy of t's bytes (the caller fills it) as a table entry. */
 static txc_status rewritten(txc_safetensors *st, const txc_st_tensor *t, txc_dtype dtype, size_t nbytes,
                             void **data)
@@ -507,6 +520,14 @@ txc_status txc_gguf_model_table(const txc_gguf *g, const txc_hf_config *c, txc_s
     txc_status s = txc_safetensors_new_table(txc_gguf_path(g), txc_gguf_storage(g), &st);
     for (int64_t i = 0; !s && i < txc_gguf_tensor_count(g); i++) {
         const txc_gguf_tensor *gt = txc_gguf_tensor_at(g, i);
+        int64_t layer = block_of(gt->name);
+        if (layer >= c->num_hidden_layers) { /* (llama.cpp: "wrong number of tensors") */
+            s = txc_error(TXC_ERR_FORMAT, "%s: tensor '%.96s' is in block %s%" PRId64 ", past %s.block_count %" PRId64
+                                          " (blocks 0..%" PRId64 ")", txc_gguf_path(g), gt->name,
+                          layer == INT64_MAX ? ">= " : "", layer, arch_name, c->num_hidden_layers,
+                          c->num_hidden_layers - 1);
+            break;
+        }
         char hf[160];
         if (hf_name(a, gt->name, hf, sizeof hf))
             s = add_tensor(st, a, c, g, gt, hf);

@@ -15,6 +15,7 @@
 #include "ops/avx2_dot.h"
 #include "ops/kernels.h"
 #include "ops/quant_impl.h"
+#include "txc/ops.h"
 #include "txc/threads.h"
 
 #include <math.h>
@@ -63,6 +64,16 @@ int txc_kern_simd_level(void)
 
 /* -1: automatic; 0: the portable C kernels, 1: at most AVX2 (for tests). */
 void txc_kern_set_simd_level(int level) { __atomic_store_n(&simd_override, level, __ATOMIC_RELAXED); }
+
+/* Batch invariance of aten::linear's float GEMM (txc/ops.h
+ * txc_ops_set_batch_invariant; kernels.h "row invariance"): 1 (the default)
+ * keeps txc_kern_gemm_nt's rows, 0 lets 1 < M <= the bound take the kernel
+ * that M above the bound takes (linear_gemm_nt below). */
+static int batch_invariant = 1;
+
+void txc_ops_set_batch_invariant(bool on) { __atomic_store_n(&batch_invariant, on ? 1 : 0, __ATOMIC_RELAXED); }
+
+bool txc_ops_batch_invariant(void) { return __atomic_load_n(&batch_invariant, __ATOMIC_RELAXED) != 0; }
 
 /* ---- messages ------------------------------------------------------------------ */
 
@@ -710,8 +721,10 @@ void txc_kern_gemv_group(int n_parts, const txc_gemv_part *parts, int64_t K, con
 }
 
 
-static void gemm(bool nn, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B, txc_dtype bdt,
-                 int64_t ldb, float *C, int64_t ldc)
+/* rows_invariant false (linear_gemm_nt with batch invariance off): 1 < M <=
+ * the bound take the kernels of M above it. */
+static void gemm_impl(bool nn, bool rows_invariant, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                      const void *B, txc_dtype bdt, int64_t ldb, float *C, int64_t ldc)
 {
     if (M <= 0 || N <= 0)
         return;
@@ -720,13 +733,13 @@ static void gemm(bool nn, int64_t M, int64_t N, int64_t K, const float *A, int64
             memset(C + i * ldc, 0, (size_t)N * sizeof(float));
         return;
     }
-    if (!nn && M > 1 && M <= TXC_KERN_ROWS_INVARIANT_MAX) { /* every row as M = 1 (kernels.h) */
+    if (!nn && rows_invariant && M > 1 && M <= TXC_KERN_ROWS_INVARIANT_MAX) { /* every row as M = 1 (kernels.h) */
         txc_kern_gemv_rows(M, N, K, A, lda, B, bdt, ldb, C, ldc);
         return;
     }
     /* Prefill without AVX-512 and AMX: the packed 6 x 16 kernel, threads
      * inside (gemm_avx2.c). */
-    if (!nn && M > TXC_KERN_ROWS_INVARIANT_MAX && txc_kern_simd_level() == 1 &&
+    if (!nn && (M > TXC_KERN_ROWS_INVARIANT_MAX || (!rows_invariant && M > 1)) && txc_kern_simd_level() == 1 &&
         txc_kern_gemm_nt_avx2_packed(M, N, K, A, lda, B, bdt, ldb, C, ldc))
         return;
     const int64_t align = nn ? 64 : 16;
@@ -763,13 +776,13 @@ static void gemm(bool nn, int64_t M, int64_t N, int64_t K, const float *A, int64
 void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
                       txc_dtype bdt, int64_t ldb, float *C, int64_t ldc)
 {
-    gemm(false, M, N, K, A, lda, B, bdt, ldb, C, ldc);
+    gemm_impl(false, true, M, N, K, A, lda, B, bdt, ldb, C, ldc);
 }
 
 void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
                       txc_dtype bdt, int64_t ldb, float *C, int64_t ldc)
 {
-    gemm(true, M, N, K, A, lda, B, bdt, ldb, C, ldc);
+    gemm_impl(true, true, M, N, K, A, lda, B, bdt, ldb, C, ldc);
 }
 
 /* ---- helpers for the ops ---------------------------------------------------------- */
@@ -800,6 +813,18 @@ static void store_rows(txc_tensor *out, int64_t elem_off, const float *src, int6
 {
     char *d = (char *)txc_impl_data(out) + (size_t)elem_off * txc_dtype_size(out->dtype);
     txc_kern_from_f32(out->dtype, src, d, n);
+}
+
+/* x·Wᵀ of aten::linear: txc_kern_gemm_nt, or with batch invariance off and
+ * 1 < M <= TXC_KERN_ROWS_INVARIANT_MAX (the rows of a batched decode step,
+ * a short prompt) the kernel of M above the bound: on AVX2 without AVX-512
+ * the packed 6 x 16 GEMM (gemm_avx2.c), elsewhere the tiled GEMM of
+ * gemm_nt_serial / its parallel split (AMX from 5 rows). Attention's
+ * products (one sequence's rows) keep txc_kern_gemm_nt either way. */
+static void linear_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B, txc_dtype bdt,
+                           int64_t ldb, float *C, int64_t ldc)
+{
+    gemm_impl(false, txc_ops_batch_invariant(), M, N, K, A, lda, B, bdt, ldb, C, ldc);
 }
 
 /* ---- matmul ----------------------------------------------------------------------- */
@@ -1106,7 +1131,7 @@ static txc_status cpu_linear(txc_tensor *out, txc_tensor *const *in, int n_in, c
         if (qs != TXC_OK)
             return qs;
     } else if (ws1 == 1) {
-        txc_kern_gemm_nt(M, N, K, A, lda, W, w->dtype, ws0, C, N);
+        linear_gemm_nt(M, N, K, A, lda, W, w->dtype, ws0, C, N);
     } else if (ws0 == 1) {
         /* weight is a transposed view of a row-major (in, out) matrix */
         txc_kern_gemm_nn(M, N, K, A, lda, W, w->dtype, ws1, C, N);

@@ -306,11 +306,35 @@ static bool parse_messages(const serve_context *c, const cJSON *root, serve_requ
             okay = bad(e, param, "'%s' is not UTF-8 text", param);
             break;
         }
+        /* An assistant message's tool calls (OpenAI's tool_calls, the older
+         * function_call) would be rendered by the template: not supported,
+         * as the request's tools. */
+        static const char *const call_fields[] = {"tool_calls", "function_call"};
+        for (size_t f = 0; f < sizeof call_fields / sizeof *call_fields && okay; f++) {
+            const cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg, call_fields[f]);
+            if (calls && !cJSON_IsNull(calls) && !(cJSON_IsArray(calls) && !calls->child)) {
+                snprintf(param, sizeof param, "messages[%d].%s", i, call_fields[f]);
+                okay = bad(e, param, "'%s' (tool calls) is not supported", param);
+            }
+        }
+        if (!okay)
+            break;
         if (cJSON_IsString(content))
             m[i].content = content->valuestring;
-        else if (!content || cJSON_IsNull(content))
-            m[i].content = ""; /* an assistant message with tool calls only */
-        else if (cJSON_IsArray(content)) {
+        else if (!content || cJSON_IsNull(content)) {
+            /* OpenAI: content is required, except in an assistant message
+             * with tool calls (refused above); llama-server: "Expected
+             * 'content' or 'tool_calls'" */
+            snprintf(param, sizeof param, "messages[%d].content", i);
+            if (!content) {
+                okay = bad(e, param, "Missing required parameter: '%s' (a '%.40s' message needs content)", param,
+                           role->valuestring);
+                e->code = "missing_required_parameter";
+            } else
+                okay = bad(e, param, "Invalid value for '%s': expected a string or a list of text parts, got null",
+                           param);
+            break;
+        } else if (cJSON_IsArray(content)) {
             /* content parts: the text ones, joined (images etc. are refused) */
             size_t len = 0;
             const cJSON *part;

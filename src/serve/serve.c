@@ -27,9 +27,10 @@ txc_status txc_server_start(txc_model *model, const txc_tokenizer *tok, const tx
                          opts->parallel);
     if (opts->port < 0 || opts->port > 65535)
         return txc_error(TXC_ERR_INVALID, "serve: --port must be in [0, 65535], got %d", opts->port);
-    if (opts->max_queue < 0 || opts->max_connections < 1 || opts->max_body_bytes < 1 || opts->max_cache_len < 0)
+    if (opts->max_queue < 0 || opts->max_connections < 1 || opts->max_body_bytes < 1 || opts->max_cache_len < 0 ||
+        opts->max_header_bytes < 1)
         return txc_error(TXC_ERR_INVALID, "serve: an option is out of range (max_queue, max_connections, "
-                                          "max_body_bytes, max_cache_len)");
+                                          "max_body_bytes, max_header_bytes, max_cache_len)");
     if (opts->api_key && !opts->api_key[0])
         return txc_error(TXC_ERR_INVALID, "serve: --api-key must not be empty");
     txc_server *srv = calloc(1, sizeof *srv);

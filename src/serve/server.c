@@ -35,6 +35,7 @@ txc_serve_options txc_serve_default_options(void)
     o.max_queue = 64;
     o.max_connections = 256;
     o.max_body_bytes = 8u << 20;
+    o.max_header_bytes = 64u << 10;
     o.idle_timeout_s = 30;
     o.defaults.max_new_tokens = 256;
     o.defaults.temperature = 1;
@@ -130,6 +131,26 @@ static enum MHD_Result send_json(struct MHD_Connection *mc, conn *c, int status,
 static enum MHD_Result send_error(struct MHD_Connection *mc, conn *c, const serve_error *e)
 {
     return send_json(mc, c, e->status, serve_error_json(e));
+}
+
+/* ---- the size of the request's head ------------------------------------------------ */
+
+/* The bytes of the request line and header fields as sent ("Name: value\r\n"
+ * each; the query string's "key=value&" pairs as MHD split them). */
+static enum MHD_Result add_field(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                 const char *value, size_t value_size)
+{
+    size_t *n = cls;
+    *n += key_size + value_size + (kind == MHD_HEADER_KIND ? 4 : 2);
+    return MHD_YES;
+}
+
+static size_t head_bytes(struct MHD_Connection *mc, const char *method, const char *url, const char *version)
+{
+    size_t n = strlen(method) + strlen(url) + strlen(version) + 4;
+    MHD_get_connection_values_n(mc, MHD_HEADER_KIND, add_field, &n);
+    MHD_get_connection_values_n(mc, MHD_GET_ARGUMENT_KIND, add_field, &n);
+    return n;
 }
 
 /* ---- /metrics ---------------------------------------------------------------------- */
@@ -394,7 +415,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
 {
     txc_server *srv = cls;
     conn *c = *con_cls;
-    (void)version;
     if (!c) {
         if (!(c = calloc(1, sizeof *c)))
             return MHD_NO;
@@ -408,6 +428,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
             c->fd = ci->connect_fd;
         *con_cls = c;
         serve_error e = {0};
+        size_t head = head_bytes(mc, method, url, version);
+        if (head > srv->o.max_header_bytes) {
+            serve_fail(&e, 431, "invalid_request_error", NULL,
+                       "the request line and header fields have %zu bytes, more than the limit of %zu", head,
+                       srv->o.max_header_bytes);
+            e.code = "request_header_fields_too_large";
+            return send_error(mc, c, &e);
+        }
         const char *cl = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (strcmp(url, "/health") != 0 && !authorized(srv, mc)) {
             serve_fail(&e, 401, "invalid_request_error", NULL, "Invalid or missing API key (Authorization: Bearer KEY)");
@@ -550,13 +578,22 @@ txc_status serve_http_start(txc_server *srv)
         flags |= MHD_USE_IPv6;
     } else
         return txc_error(TXC_ERR_INVALID, "serve: --host must be an IPv4 or IPv6 address, got '%s'", srv->host);
+    /* Each connection's memory: MHD reads the request's head into it (half
+     * of it at first, then what is left), and answers a head that does not
+     * fit with its own HTML 431 page. 16 x max_header_bytes, so a head past
+     * the limit reaches on_request and gets the JSON 431 (MHD maps the pool
+     * without touching it: a connection's resident memory is what it was
+     * sent). */
+    size_t pool = srv->o.max_header_bytes < ((size_t)1 << 26) ? 16 * srv->o.max_header_bytes : (size_t)1 << 30;
+    if (pool < 65536)
+        pool = 65536;
     /* (the logger first: MHD reports the options after it through it) */
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)srv->o.port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
         MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, serve_conn_notify, srv,
         MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned int)srv->o.idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)srv->o.max_connections,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool, MHD_OPTION_END);
     if (!srv->daemon)
         return txc_error(TXC_ERR_IO, "serve: cannot listen on %s port %d (in use, or not an address of this machine)",
                          srv->host, srv->o.port);

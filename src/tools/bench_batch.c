@@ -5,6 +5,7 @@
 #include "tools/bench_batch.h"
 #include "tools/cli.h"
 #include "txc/batch.h"
+#include "txc/ops.h"
 #include "txc/threads.h"
 
 #include <cjson/cJSON.h>
@@ -154,6 +155,7 @@ int txc_bench_batch(txc_model *model, const char *model_name, const int *sizes, 
         cJSON_AddStringToObject(j, "model", model_name);
         cJSON_AddStringToObject(j, "cpu", cpu);
         cJSON_AddNumberToObject(j, "threads", txc_threads_get());
+        cJSON_AddBoolToObject(j, "batch_invariant", txc_ops_batch_invariant());
         cJSON_AddNumberToObject(j, "prompt_tokens", (double)n_prompt);
         cJSON_AddNumberToObject(j, "new_tokens", (double)new_tokens);
         for (int i = 0; i < n_sizes; i++) {
@@ -179,8 +181,9 @@ int txc_bench_batch(txc_model *model, const char *model_name, const int *sizes, 
         return 0;
     }
     printf("model: %s; %s; %d threads\n", model_name, cpu, txc_threads_get());
-    printf("batched greedy decode (txc/batch.h slots, compiled): prompt %lld tokens, %lld new tokens per sequence\n",
-           (long long)n_prompt, (long long)new_tokens);
+    printf("batched greedy decode (txc/batch.h slots, compiled): prompt %lld tokens, %lld new tokens per sequence, "
+           "batch invariance %s\n",
+           (long long)n_prompt, (long long)new_tokens, txc_ops_batch_invariant() ? "on" : "off (--no-batch-invariant)");
     printf("%6s  %16s  %16s  %11s  %11s\n", "batch", "aggregate tok/s", "per-seq tok/s", "vs batch 1", "prefill ms");
     for (int i = 0; i < n_sizes; i++) {
         const batch_row *r = &rows[i];

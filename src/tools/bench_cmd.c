@@ -58,6 +58,7 @@
 
 #include "txc/generate.h"
 #include "txc/model.h"
+#include "txc/ops.h"
 #include "txc/synthetic.h"
 #include "tools/bench_batch.h"
 #include "tools/bench_tp.h"
@@ -157,7 +158,7 @@ static void usage_bench(FILE *f)
             "                 [--max-cache-len N] [--baseline-limit SECONDS] [--json]\n"
             "                 [--compile-cache DIR | --no-compile-cache] [--threads N] [--membw]\n"
             "                 [--mmap | --no-mmap | --weights mmap,copy] [--no-hugepages] [--profile]\n"
-            "                 [--check-tensors] [--batch 1,2,4,8]\n"
+            "                 [--check-tensors] [--batch 1,2,4,8 [--no-batch-invariant]]\n"
             "\n"
             "The torchax article's table for one model on this machine: greedy generation of the\n"
             "same prompt in each mode, each with a fresh generator, no stop on eos.\n"
@@ -179,6 +180,9 @@ static void usage_bench(FILE *f)
             "  --batch LIST         instead of the table: B sequences decoded together (txc serve's\n"
             "                       slots, one forward per token for all rows) for each B of LIST:\n"
             "                       aggregate and per-sequence decode tok/s, and against batch 1\n"
+            "  --no-batch-invariant let a batch of 2..32 rows take the GEMM whose summation order\n"
+            "                       depends on the batch (txc serve --no-batch-invariant; the cost of\n"
+            "                       batch invariance is the difference)\n"
             "  --compile-cache DIR  save compiled plans to DIR and load them from it (default:\n"
             "                       $XDG_CACHE_HOME/txc, else $HOME/.cache/txc)\n"
             "  --no-compile-cache   compile every plan in this process\n"
@@ -1254,6 +1258,7 @@ int txc_cmd_bench(int argc, char **argv)
         {"threads", required_argument, 0, 'T'},      {"membw", no_argument, 0, 'W'},
         {"profile", no_argument, 0, 'R'},           {"check-tensors", no_argument, 0, 'K'},
         {"batch", required_argument, 0, 'b'},        {"tp", required_argument, 0, 'Q'},
+        {"no-batch-invariant", no_argument, 0, 'I'},
         {"devices", required_argument, 0, 'D'},
         {"weights", required_argument, 0, 'w'},      TXC_CLI_WEIGHTS_LONGOPTS,
         {0, 0, 0, 0},
@@ -1289,6 +1294,7 @@ int txc_cmd_bench(int argc, char **argv)
         case 'W': membw = true; break;
         case 'R': profile = true; break;
         case 'K': wopts.check_tensors = true; break;
+        case 'I': txc_ops_set_batch_invariant(false); break;
         case 'b':
             if (!txc_bench_parse_batch_list(optarg, batch_sizes, TXC_BENCH_MAX_BATCHES, &n_batch_sizes))
                 return EXIT_ERROR;

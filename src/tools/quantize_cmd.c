@@ -17,13 +17,14 @@
  *     rotary layout (LlamaModel.permute), rope_scaling llama3 written as the
  *     rope_freqs.weight tensor (LlamaModel.generate_extra_tensors).
  * Architectures: llama (Llama, SmolLM, Mistral-style configs) and qwen2.
- * Tokenizers: byte-level BPE (tokenizer.ggml.model "gpt2"), the
- * pre-tokenizer named from tokenizer.json's (gpt-2, smollm, llama-bpe,
- * qwen2). Exit 2 with one line for anything else.
+ * Tokenizers (src/tools/quantize_vocab.c): byte-level BPE
+ * (tokenizer.ggml.model "gpt2"), the pre-tokenizer named from
+ * tokenizer.json's (gpt-2, smollm, llama-bpe, qwen2); SentencePiece-style
+ * BPE ("llama": tokens, scores, token types). Exit 2 with one line for
+ * anything else.
  */
 #include "tools/quantize_cmd.h"
 
-#include <cjson/cJSON.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@
 #include <string.h>
 
 #include "tools/cli.h"
+#include "tools/quantize_vocab.h"
 #include "txc/dtype.h"
 #include "txc/gguf.h"
 #include "txc/gguf_write.h"
@@ -64,7 +66,8 @@ static void usage(FILE *f)
                "                (rows that TYPE's block does not divide fall back as llama-quantize:\n"
                "                q4_k -> q5_0, q5_k -> q5_1, q6_k -> q8_0, then f16)\n"
                "  --threads N   threads for the quantization (default: the CPUs)\n"
-               "Architectures: llama, qwen2; tokenizers: byte-level BPE.\n");
+               "Architectures: llama, qwen2; tokenizers: byte-level BPE (tokenizer.ggml.model gpt2),\n"
+               "SentencePiece-style BPE with byte fallback (llama: Llama 2, Mistral, stories260K).\n");
 }
 
 /* ---- tensor names (convert_hf_to_gguf's tensor map for llama/qwen2) ----------------------- */
@@ -109,196 +112,6 @@ static bool gguf_name(const char *hf, bool tied, char *out, size_t cap, bool *sk
                 return snprintf(out, cap, "blk.%lu.%s", layer, LAYER_NAMES[i].gguf) > 0;
     }
     return false;
-}
-
-/* ---- the tokenizer (gguf-py's _set_vocab_gpt2 and SpecialVocab) ----------------------------- */
-
-typedef struct vocab {
-    char **tokens;
-    int32_t *types;
-    int64_t n;
-    char **merges;
-    size_t n_merges;
-    const char *pre;
-    char *chat_template;
-    int add_bos; /* -1 unknown */
-} vocab;
-
-static void vocab_free(vocab *v)
-{
-    for (int64_t i = 0; v->tokens && i < v->n; i++)
-        free(v->tokens[i]);
-    for (size_t i = 0; v->merges && i < v->n_merges; i++)
-        free(v->merges[i]);
-    free(v->tokens), free(v->types), free(v->merges), free(v->chat_template);
-}
-
-static char *dup(const char *s)
-{
-    char *d = malloc(strlen(s) + 1);
-    if (d)
-        strcpy(d, s);
-    return d;
-}
-
-static cJSON *load_json(const char *dir, const char *name, bool required)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (required)
-            txc_error(TXC_ERR_IO, "quantize: cannot open %s", path);
-        return NULL;
-    }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    size_t got = text ? fread(text, 1, (size_t)n, f) : 0;
-    fclose(f);
-    cJSON *j = NULL;
-    if (text && got == (size_t)n) {
-        text[n] = 0;
-        j = cJSON_ParseWithLength(text, (size_t)n);
-    }
-    free(text);
-    if (!j)
-        txc_error(TXC_ERR_FORMAT, "quantize: %s is not valid JSON", path);
-    return j;
-}
-
-#define LLAMA3_RE "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
-#define QWEN2_RE "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
-
-static bool is_type(const cJSON *o, const char *t)
-{
-    const cJSON *ty = cJSON_GetObjectItem(o, "type");
-    return cJSON_IsString(ty) && strcmp(ty->valuestring, t) == 0;
-}
-
-/* llama.cpp's tokenizer.ggml.pre for the pre-tokenizers it knows (convert_hf_to_gguf's
- * get_vocab_base_pre picks the name by the ids of a test text; here by the structure). */
-static const char *pre_name(const cJSON *tj)
-{
-    const cJSON *pt = cJSON_GetObjectItem(tj, "pre_tokenizer"), *norm = cJSON_GetObjectItem(tj, "normalizer");
-    if (is_type(pt, "ByteLevel"))
-        return "gpt-2";
-    if (!is_type(pt, "Sequence"))
-        return NULL;
-    const cJSON *list = cJSON_GetObjectItem(pt, "pretokenizers");
-    int n = cJSON_GetArraySize(list);
-    const cJSON *a = cJSON_GetArrayItem(list, 0), *b = cJSON_GetArrayItem(list, 1);
-    if (n == 2 && is_type(a, "Digits") && cJSON_IsTrue(cJSON_GetObjectItem(a, "individual_digits")) &&
-        is_type(b, "ByteLevel"))
-        return "smollm";
-    if (n == 2 && is_type(a, "Split") && is_type(b, "ByteLevel")) {
-        const cJSON *re = cJSON_GetObjectItem(cJSON_GetObjectItem(a, "pattern"), "Regex");
-        if (cJSON_IsString(re) && strcmp(re->valuestring, LLAMA3_RE) == 0 && (!norm || cJSON_IsNull(norm)))
-            return "llama-bpe";
-        if (cJSON_IsString(re) && strcmp(re->valuestring, QWEN2_RE) == 0 && is_type(norm, "NFC"))
-            return "qwen2";
-    }
-    return NULL;
-}
-
-static txc_status load_vocab(const char *dir, const txc_hf_config *c, vocab *v)
-{
-    memset(v, 0, sizeof *v);
-    v->add_bos = -1;
-    cJSON *tj = load_json(dir, "tokenizer.json", true);
-    if (!tj)
-        return txc_last_status();
-    cJSON *tc = load_json(dir, "tokenizer_config.json", false);
-    txc_status s = TXC_OK;
-    const cJSON *model = cJSON_GetObjectItem(tj, "model");
-    const cJSON *vj = cJSON_GetObjectItem(model, "vocab"), *mj = cJSON_GetObjectItem(model, "merges");
-    if (!is_type(model, "BPE") || !cJSON_IsObject(vj) || !cJSON_IsArray(mj) ||
-        cJSON_IsTrue(cJSON_GetObjectItem(model, "byte_fallback"))) {
-        s = txc_error(TXC_ERR_UNSUPPORTED, "quantize: %s/tokenizer.json is not a byte-level BPE tokenizer "
-                                           "(SentencePiece-style and other models are not converted)", dir);
-        goto out;
-    }
-    if (!(v->pre = pre_name(tj))) {
-        s = txc_error(TXC_ERR_UNSUPPORTED, "quantize: %s/tokenizer.json: its pre-tokenizer is none llama.cpp "
-                                           "names here (supported: gpt-2, smollm, llama-bpe, qwen2)", dir);
-        goto out;
-    }
-    v->n = c->vocab_size;
-    v->tokens = calloc((size_t)v->n, sizeof *v->tokens);
-    v->types = calloc((size_t)v->n, sizeof *v->types);
-    if (!v->tokens || !v->types) {
-        s = txc_error(TXC_ERR_NOMEM, "quantize: out of memory (vocabulary)");
-        goto out;
-    }
-    const cJSON *e;
-    cJSON_ArrayForEach(e, vj)
-    {
-        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= (double)v->n)
-            continue; /* ids past vocab_size: cut, as the embedding has no row for them */
-        int64_t id = (int64_t)e->valuedouble;
-        free(v->tokens[id]);
-        v->tokens[id] = dup(e->string);
-        v->types[id] = 1; /* NORMAL */
-    }
-    cJSON_ArrayForEach(e, cJSON_GetObjectItem(tj, "added_tokens"))
-    {
-        const cJSON *id = cJSON_GetObjectItem(e, "id"), *content = cJSON_GetObjectItem(e, "content");
-        if (!cJSON_IsNumber(id) || !cJSON_IsString(content) || id->valuedouble < 0 || id->valuedouble >= (double)v->n)
-            continue;
-        int64_t i = (int64_t)id->valuedouble;
-        free(v->tokens[i]);
-        v->tokens[i] = dup(content->valuestring);
-        v->types[i] = cJSON_IsTrue(cJSON_GetObjectItem(e, "special")) ? 3 : 4; /* CONTROL / USER_DEFINED */
-    }
-    for (int64_t i = 0; i < v->n; i++)
-        if (!v->tokens[i]) {
-            char pad[32];
-            snprintf(pad, sizeof pad, "[PAD%lld]", (long long)i);
-            v->tokens[i] = dup(pad);
-            v->types[i] = 5; /* UNUSED */
-        }
-    for (int64_t i = 0; i < v->n; i++)
-        if (!v->tokens[i]) {
-            s = txc_error(TXC_ERR_NOMEM, "quantize: out of memory (vocabulary)");
-            goto out;
-        }
-    v->merges = calloc((size_t)cJSON_GetArraySize(mj) + 1, sizeof *v->merges);
-    if (!v->merges) {
-        s = txc_error(TXC_ERR_NOMEM, "quantize: out of memory (merges)");
-        goto out;
-    }
-    cJSON_ArrayForEach(e, mj)
-    {
-        char *m = NULL;
-        if (cJSON_IsString(e)) {
-            m = dup(e->valuestring);
-        } else if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 && cJSON_IsString(cJSON_GetArrayItem(e, 0)) &&
-                   cJSON_IsString(cJSON_GetArrayItem(e, 1))) {
-            const char *a = cJSON_GetArrayItem(e, 0)->valuestring, *b = cJSON_GetArrayItem(e, 1)->valuestring;
-            if ((m = malloc(strlen(a) + strlen(b) + 2)))
-                sprintf(m, "%s %s", a, b);
-        } else {
-            s = txc_error(TXC_ERR_FORMAT, "quantize: %s/tokenizer.json: a merge is neither \"a b\" nor [a, b]", dir);
-            goto out;
-        }
-        if (!m) {
-            s = txc_error(TXC_ERR_NOMEM, "quantize: out of memory (merges)");
-            goto out;
-        }
-        v->merges[v->n_merges++] = m;
-    }
-    if (tc) {
-        const cJSON *ct = cJSON_GetObjectItem(tc, "chat_template"), *ab = cJSON_GetObjectItem(tc, "add_bos_token");
-        if (cJSON_IsString(ct) && !(v->chat_template = dup(ct->valuestring)))
-            s = txc_error(TXC_ERR_NOMEM, "quantize: out of memory");
-        if (cJSON_IsBool(ab))
-            v->add_bos = cJSON_IsTrue(ab);
-    }
-out:
-    cJSON_Delete(tj);
-    cJSON_Delete(tc);
-    return s;
 }
 
 /* ---- weights ------------------------------------------------------------------------------ */
@@ -376,7 +189,7 @@ static txc_status convert(const char *dir, const char *out, txc_dtype want, uint
     item *items = NULL;
     float *f32 = NULL, *perm = NULL;
     void *qbuf = NULL;
-    vocab v = {0};
+    quantize_vocab v = {0};
     txc_status s = txc_hf_config_load(dir, c);
     if (s)
         goto done;
@@ -391,7 +204,7 @@ static txc_status convert(const char *dir, const char *out, txc_dtype want, uint
                       c->rope_scaling_type);
         goto done;
     }
-    if ((s = load_vocab(dir, c, &v)) || (s = txc_safetensors_open(dir, &st)))
+    if ((s = quantize_vocab_load(dir, c, &v)) || (s = txc_safetensors_open(dir, &st)))
         goto done;
     const char *arch = llama ? "llama" : "qwen2";
     if (!(w = txc_gguf_writer_new())) {
@@ -422,19 +235,7 @@ static txc_status convert(const char *dir, const char *out, txc_dtype want, uint
     }
     if (!s) s = txc_gguf_w_u32(w, "general.file_type", ftype);
     if (!s && txc_dtype_is_quantized(want)) s = txc_gguf_w_u32(w, "general.quantization_version", 2);
-    if (!s) s = txc_gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
-    if (!s) s = txc_gguf_w_str(w, "tokenizer.ggml.pre", v.pre);
-    if (!s) s = txc_gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)v.tokens, (size_t)v.n);
-    if (!s) s = txc_gguf_w_arr_i32(w, "tokenizer.ggml.token_type", v.types, (size_t)v.n);
-    if (!s) s = txc_gguf_w_arr_str(w, "tokenizer.ggml.merges", (const char *const *)v.merges, v.n_merges);
-    if (!s && c->bos_token_id >= 0 && c->bos_token_id < c->vocab_size)
-        s = txc_gguf_w_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)c->bos_token_id);
-    if (!s && c->n_eos > 0 && c->eos_token_id[0] >= 0 && c->eos_token_id[0] < c->vocab_size)
-        s = txc_gguf_w_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)c->eos_token_id[0]);
-    if (!s && c->pad_token_id >= 0 && c->pad_token_id < c->vocab_size)
-        s = txc_gguf_w_u32(w, "tokenizer.ggml.padding_token_id", (uint32_t)c->pad_token_id);
-    if (!s && v.add_bos >= 0) s = txc_gguf_w_bool(w, "tokenizer.ggml.add_bos_token", v.add_bos != 0);
-    if (!s && v.chat_template) s = txc_gguf_w_str(w, "tokenizer.chat_template", v.chat_template);
+    if (!s) s = quantize_vocab_write(w, &v, c);
 #undef K
     if (s)
         goto done;
@@ -523,7 +324,7 @@ static txc_status convert(const char *dir, const char *out, txc_dtype want, uint
 done:
     txc_gguf_writer_free(w);
     txc_safetensors_close(st);
-    vocab_free(&v);
+    quantize_vocab_free(&v);
     free(items), free(f32), free(perm), free(qbuf), free(c);
     return s;
 }

@@ -7,6 +7,7 @@
 #include "tools/cli.h"
 #include "txc/batch.h"
 #include "txc/chat_template.h"
+#include "txc/ops.h"
 #include "txc/serve.h"
 
 #include <getopt.h>
@@ -23,7 +24,7 @@ static void usage_serve(FILE *f)
     fprintf(f,
             "usage: txc serve [--model DIR] [--host ADDR] [--port N] [--parallel N] [--max-cache-len N]\n"
             "                 [--api-key KEY] [--max-queue N] [--max-tokens N] [--alias NAME] [--timeout S]\n"
-            "                 [--verbose]\n"
+            "                 [--verbose] [--no-batch-invariant]\n"
             "                 [--do-sample|--greedy] [--temperature F] [--top-k N] [--top-p F] [--min-p F]\n"
             "                 [--repetition-penalty F] [--seed N] [--jit|--no-jit] [--dtype f32|bf16|f16]\n"
             "                 [--threads N] [--mmap|--no-mmap]\n"
@@ -47,6 +48,9 @@ static void usage_serve(FILE *f)
             "  --timeout S         close a connection that sends or reads nothing for S seconds\n"
             "                      (a slow or stalled client; default 30)\n"
             "  --verbose           one line per request on stderr\n"
+            "  --no-batch-invariant  let a batch of 2..32 rows take the GEMM whose summation order\n"
+            "                      depends on the batch (default: every request's logits are those it\n"
+            "                      gets alone, whatever else is decoded with it)\n"
             "Sampling defaults of the requests (a request's own fields override them):\n" TXC_CLI_GEN_HELP,
             TXC_BATCH_MAX_SLOTS);
 }
@@ -70,7 +74,8 @@ int txc_cmd_serve(int argc, char **argv)
     int64_t v, max_tokens = -1;
     txc_cli_gen_flags gf;
     txc_cli_gen_flags_init(&gf);
-    enum { OPT_HOST = 256, OPT_PORT, OPT_PARALLEL, OPT_API_KEY, OPT_MAX_QUEUE, OPT_ALIAS, OPT_MAX_TOKENS, OPT_TIMEOUT };
+    enum { OPT_HOST = 256, OPT_PORT, OPT_PARALLEL, OPT_API_KEY, OPT_MAX_QUEUE, OPT_ALIAS, OPT_MAX_TOKENS, OPT_TIMEOUT,
+           OPT_NO_BATCH_INVARIANT };
     static const struct option longopts[] = {
         TXC_CLI_GEN_LONGOPTS,
         {"model", required_argument, 0, 'm'},
@@ -84,6 +89,7 @@ int txc_cmd_serve(int argc, char **argv)
         {"alias", required_argument, 0, OPT_ALIAS},
         {"timeout", required_argument, 0, OPT_TIMEOUT},
         {"verbose", no_argument, 0, 'v'},
+        {"no-batch-invariant", no_argument, 0, OPT_NO_BATCH_INVARIANT},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -152,6 +158,7 @@ int txc_cmd_serve(int argc, char **argv)
             so.idle_timeout_s = (unsigned)v;
             break;
         case 'v': so.verbose = true; break;
+        case OPT_NO_BATCH_INVARIANT: txc_ops_set_batch_invariant(false); break;
         case 'h': usage_serve(stdout); return 0;
         default: return txc_cli_unknown_option(argv, "serve");
         }
@@ -209,9 +216,10 @@ int txc_cmd_serve(int argc, char **argv)
     if (txc_server_start(model, tok, tpl, &so, &srv) != TXC_OK)
         rc = txc_cli_fail("serve");
     else {
-        fprintf(stderr, "txc serve: listening on http://%s%s%s:%d (model %s, %d slots, max_cache_len %lld)\n",
+        fprintf(stderr, "txc serve: listening on http://%s%s%s:%d (model %s, %d slots, max_cache_len %lld%s)\n",
                 strchr(so.host, ':') ? "[" : "", so.host, strchr(so.host, ':') ? "]" : "", txc_server_port(srv),
-                so.model_id, so.parallel, (long long)txc_server_max_cache_len(srv));
+                so.model_id, so.parallel, (long long)txc_server_max_cache_len(srv),
+                txc_ops_batch_invariant() ? "" : ", batch invariance off");
         int sig = 0;
         sigwait(&sigs, &sig);
         fprintf(stderr, "txc serve: %s: stopping (running requests get up to %d s)\n",
