@@ -34,10 +34,9 @@ static txc_model *load(const char *dir)
     return m;
 }
 
-/* Prompt r: ids from a fixed generator, length 3 + 5 r (so rows differ in length). */
-static int64_t prompt(int r, int64_t V, int32_t *ids)
+/* Prompt r of n ids from a fixed generator. */
+static int64_t prompt_n(int r, int64_t n, int64_t V, int32_t *ids)
 {
-    int64_t n = 3 + 5 * r;
     uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(r + 1);
     for (int64_t i = 0; i < n; i++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
@@ -45,6 +44,9 @@ static int64_t prompt(int r, int64_t V, int32_t *ids)
     }
     return n;
 }
+
+/* Prompt r: length 3 + 5 r (so rows differ in length). */
+static int64_t prompt(int r, int64_t V, int32_t *ids) { return prompt_n(r, 3 + 5 * r, V, ids); }
 
 static txc_batch_request request(txc_model *m, int r, bool sample, int32_t *ids, float *logits)
 {
@@ -441,6 +443,251 @@ static void test_gemm_row_invariance(void **state)
     assert_int_equal(txc_threads_set(saved), TXC_OK);
 }
 
+/* Above TXC_KERN_ROWS_INVARIANT_MAX rows, where txc_kern_gemm_rows_invariant:
+ * every row of a GEMM has the bits of that row in any other GEMM of more
+ * than 32 rows (other counts, other places among the rows), every weight
+ * dtype, tails of N and K, 1 and 2 threads — what a group of prompt chunks
+ * longer than 32 rows rests on. */
+static void test_gemm_many_row_invariance(void **state)
+{
+    (void)state;
+    static const int64_t Ns[] = {7, 130}, Ks[] = {64, 203};
+    static const txc_dtype dts[] = {TXC_F32, TXC_BF16, TXC_F16};
+    static const int64_t spans[][2] = {{0, 33}, {5, 40}, {17, 64}, {3, 97}}; /* first row, rows */
+    const int64_t M = 120;
+    int saved = txc_threads_get();
+    for (int level = 0; level <= txc_kern_simd_level(); level++)
+        for (int threads = 1; threads <= 2; threads++) {
+            txc_kern_set_simd_level(level);
+            assert_int_equal(txc_threads_set(threads), TXC_OK);
+            if (!txc_kern_gemm_rows_invariant())
+                continue;
+            for (size_t a = 0; a < 2; a++)
+                for (size_t c = 0; c < 2; c++)
+                    for (size_t d = 0; d < 3; d++) {
+                        int64_t N = Ns[a], K = Ks[c];
+                        float *A = malloc(sizeof(float) * (size_t)(M * K));
+                        float *C = malloc(sizeof(float) * (size_t)(M * N));
+                        float *part = malloc(sizeof(float) * (size_t)(M * N));
+                        float *Bf = malloc(sizeof(float) * (size_t)(N * K));
+                        uint16_t *Bh = malloc(sizeof(uint16_t) * (size_t)(N * K));
+                        assert_true(A && C && part && Bf && Bh);
+                        uint64_t x = 777;
+                        for (int64_t i = 0; i < M * K; i++) {
+                            x = x * 6364136223846793005ull + 1442695040888963407ull;
+                            A[i] = (float)((int64_t)(x >> 40) - (1 << 23)) / (float)(1 << 20);
+                        }
+                        for (int64_t i = 0; i < N * K; i++) {
+                            x = x * 6364136223846793005ull + 1442695040888963407ull;
+                            Bf[i] = (float)((int64_t)(x >> 40) - (1 << 23)) / (float)(1 << 22);
+                            Bh[i] = dts[d] == TXC_BF16 ? txc_f32_to_bf16(Bf[i]) : txc_f32_to_f16(Bf[i]);
+                        }
+                        const void *B = dts[d] == TXC_F32 ? (const void *)Bf : (const void *)Bh;
+                        txc_kern_gemm_nt(M, N, K, A, K, B, dts[d], K, C, N);
+                        for (size_t sp = 0; sp < sizeof spans / sizeof *spans; sp++) {
+                            int64_t r0 = spans[sp][0], m = spans[sp][1];
+                            txc_kern_gemm_nt(m, N, K, A + r0 * K, K, B, dts[d], K, part, N);
+                            for (int64_t i = 0; i < m; i++)
+                                if (memcmp(part + i * N, C + (r0 + i) * N, sizeof(float) * (size_t)N) != 0)
+                                    fail_msg("simd %d, %d threads, %s, N %lld K %lld: row %lld of %lld rows differs "
+                                             "from the same row among %lld", level, threads,
+                                             txc_dtype_name(dts[d]), (long long)N, (long long)K, (long long)(r0 + i),
+                                             (long long)m, (long long)M);
+                        }
+                        free(A), free(C), free(part), free(Bf), free(Bh);
+                    }
+        }
+    txc_kern_set_simd_level(-1);
+    assert_int_equal(txc_threads_set(saved), TXC_OK);
+}
+
+/* ---- grouped prefill: several slots' chunks in one forward ------------------------- */
+
+#define G_REQ 8
+#define G_NEW 5
+/* padded (compiled): 40 40 40 48 48 | 8 8 8: a group of three 40-row
+ * chunks, one of two 48-row chunks (the many-row GEMM), one of three
+ * 8-row chunks (24 rows: the multi-row GEMV) */
+static const int64_t group_lens[G_REQ] = {37, 40, 34, 45, 48, 8, 6, 5};
+
+typedef struct group_out {
+    int32_t tokens[G_REQ][G_NEW];
+    int64_t n[G_REQ];
+    float *logits[G_REQ];
+    txc_batch_stats st;
+} group_out;
+
+/* The requests `which` through a batch of `slots` slots, added as slots
+ * free up (all at once when they fit), prompts group_lens[r] long. */
+static void run_group(txc_model *m, int slots, int64_t chunk, int64_t prefill_tokens, bool jit, bool sample,
+                      const int *which, int n_which, group_out *o)
+{
+    const int64_t V = txc_model_config(m)->vocab_size;
+    txc_batch_options opt = txc_batch_default_options();
+    opt.n_slots = slots;
+    opt.max_cache_len = 64;
+    opt.prefill_chunk = chunk;
+    opt.prefill_tokens = prefill_tokens;
+    opt.jit = jit;
+    txc_batch *b = txc_batch_new(m, &opt);
+    assert_non_null(b);
+    int32_t ids[G_REQ][64];
+    memset(o, 0, sizeof *o);
+    for (int k = 0; k < n_which; k++)
+        assert_non_null(o->logits[which[k]] = calloc((size_t)(G_NEW * V), sizeof(float)));
+    int next = 0, done = 0;
+    txc_batch_event ev[TXC_BATCH_MAX_SLOTS];
+    for (int guard = 0; done < n_which; guard++) {
+        assert_true(guard < 1000);
+        while (next < n_which && txc_batch_busy(b) < slots) {
+            int r = which[next++], s;
+            txc_batch_request q = request(m, r, sample, ids[r], o->logits[r]);
+            q.n_input = prompt_n(r, group_lens[r], V, ids[r]);
+            q.gen.max_new_tokens = G_NEW;
+            assert_int_equal(txc_batch_add(b, &q, &s), TXC_OK);
+        }
+        int n;
+        assert_int_equal(txc_batch_step(b, ev, TXC_BATCH_MAX_SLOTS, &n), TXC_OK);
+        for (int k = 0; k < n; k++) {
+            int r = (int)ev[k].id;
+            assert_true(o->n[r] < G_NEW);
+            o->tokens[r][o->n[r]++] = ev[k].token_id;
+            done += ev[k].finish != TXC_BATCH_RUNNING;
+        }
+    }
+    o->st = txc_batch_get_stats(b);
+    txc_batch_free(b);
+}
+
+static void free_group(group_out *o)
+{
+    for (int r = 0; r < G_REQ; r++)
+        free(o->logits[r]);
+}
+
+static void same_group(const char *what, int64_t V, const group_out *alone, const group_out *got, const int *which,
+                       int n)
+{
+    for (int k = 0; k < n; k++) {
+        int r = which[k];
+        if (got->n[r] != G_NEW || memcmp(got->tokens[r], alone->tokens[r], sizeof got->tokens[r]) != 0)
+            fail_msg("%s: request %d (%lld ids): tokens differ from the request alone", what, r,
+                     (long long)group_lens[r]);
+        if (memcmp(got->logits[r], alone->logits[r], sizeof(float) * (size_t)(G_NEW * V)) != 0) {
+            int64_t i = 0;
+            while (got->logits[r][i] == alone->logits[r][i])
+                i++;
+            fail_msg("%s: request %d (%lld ids): logits differ from the request alone at step %lld, id %lld "
+                     "(%.9g vs %.9g)", what, r, (long long)group_lens[r], (long long)(i / V), (long long)(i % V),
+                     got->logits[r][i], alone->logits[r][i]);
+        }
+    }
+}
+
+/* Slots prefilled together get the bits they get alone: chunks longer than
+ * 32 rows grouped (the many-row GEMM), short ones grouped up to 32 rows
+ * (the multi-row GEMV), chunked prompts, a small prefill_tokens budget
+ * splitting the step, other orders and slot counts, eager and compiled;
+ * and a compiled group is one forward (prefill_forwards). */
+static void check_group(const char *name, const char *dir, bool sample)
+{
+    txc_model *m = load(dir);
+    const int64_t V = txc_model_config(m)->vocab_size;
+    static const int order[G_REQ] = {0, 1, 2, 3, 4, 5, 6, 7}, reversed[G_REQ] = {7, 4, 1, 6, 3, 0, 5, 2};
+    static const struct {
+        int slots;
+        int64_t chunk, budget;
+        const int *which;
+        int forwards; /* prefill forwards of the compiled run (0: not checked) */
+    } cases[] = {{8, 64, 512, order, 3}, {8, 16, 512, order, 0}, {3, 64, 48, reversed, 0}, {5, 16, 40, reversed, 0},
+                 {8, 64, 512, reversed, 8}}; /* reversed: no two neighbouring slots share a length */
+    /* where long chunks do not group (txc_kern_gemm_rows_invariant false), 3 + 2 forwards for them */
+    const int long_groups = txc_kern_gemm_rows_invariant() ? 0 : 3;
+    for (int jit = 1; jit >= 0; jit--)
+        for (int chunk = 16; chunk <= 64; chunk *= 4) {
+            group_out alone;
+            memset(&alone, 0, sizeof alone);
+            for (int r = 0; r < G_REQ; r++) { /* each alone: one slot */
+                group_out one;
+                run_group(m, 1, chunk, 512, jit, sample, &r, 1, &one);
+                memcpy(alone.tokens[r], one.tokens[r], sizeof one.tokens[r]);
+                alone.logits[r] = one.logits[r];
+                one.logits[r] = NULL;
+                free_group(&one);
+            }
+            for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+                if (cases[c].chunk != chunk)
+                    continue;
+                char what[200];
+                snprintf(what, sizeof what, "%s (%s, %s, %d slots, chunk %d, prefill_tokens %lld, case %zu)", name,
+                         jit ? "compiled" : "eager", sample ? "greedy and seeded" : "greedy", cases[c].slots, chunk,
+                         (long long)cases[c].budget, c);
+                group_out got;
+                run_group(m, cases[c].slots, chunk, cases[c].budget, jit, sample, cases[c].which, G_REQ, &got);
+                same_group(what, V, &alone, &got, cases[c].which, G_REQ);
+                const int forwards = cases[c].forwards == 3 ? 3 + long_groups : cases[c].forwards;
+                if (jit && forwards && got.st.prefill_forwards != (uint64_t)forwards)
+                    fail_msg("%s: %llu prefill forwards, expected %d", what,
+                             (unsigned long long)got.st.prefill_forwards, forwards);
+                if (jit && chunk == 64) /* 40 40 40 48 48 8 8 8 */
+                    assert_int_equal(got.st.prefill_rows, 3 * 40 + 2 * 48 + 3 * 8);
+                free_group(&got);
+            }
+            free_group(&alone);
+        }
+    txc_model_free(m);
+}
+
+static void test_grouped_prefill(void **state)
+{
+    (void)state;
+    check_group("stories260K", stories(), true);
+    for (size_t i = 0; i < sizeof arch_names / sizeof *arch_names; i++)
+        check_group(arch_names[i], tu_path("%s/tests/fixtures/arch/%s", tu_source_dir(), arch_names[i]), i % 2 == 0);
+}
+
+/* A prompt of more than 32 ids prefilled by the batch (padded to a multiple
+ * of 8) gives the tokens of txc_generator_run (padded to a power of two),
+ * greedy and seeded. */
+static void test_grouped_vs_generate(void **state)
+{
+    (void)state;
+    static const char *models[] = {"stories260K", "qwen2", "llama_llama3", "gemma2", "gpt2"};
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
+        const char *dir = i == 0 ? stories() : tu_path("%s/tests/fixtures/arch/%s", tu_source_dir(), models[i]);
+        txc_model *m = load(dir);
+        const int64_t V = txc_model_config(m)->vocab_size;
+        txc_generator *g = txc_generator_new(m);
+        assert_non_null(g);
+        static const int which[3] = {0, 2, 3}; /* 37, 34, 45 ids: 40, 40, 48 rows here; 64 in txc_generator_run */
+        for (int sample = 0; sample <= 1; sample++) {
+            group_out got;
+            run_group(m, 3, 64, 512, true, sample, which, 3, &got);
+            for (int k = 0; k < 3; k++) {
+                int r = which[k];
+                int32_t ids[64];
+                int64_t n = prompt_n(r, group_lens[r], V, ids);
+                txc_batch_request q = request(m, r, sample, ids, NULL);
+                txc_generate_options o = q.gen;
+                o.max_new_tokens = G_NEW;
+                o.max_cache_len = 64;
+                o.cache = TXC_CACHE_STATIC;
+                o.jit = true;
+                txc_generate_result res;
+                assert_int_equal(txc_generator_run(g, ids, n, &o, &res), TXC_OK);
+                assert_int_equal(res.n_new, G_NEW);
+                if (memcmp(res.new_ids, got.tokens[r], sizeof(int32_t) * G_NEW) != 0)
+                    fail_msg("%s: request %d (%lld ids, %s): the batch's tokens differ from txc_generator_run's",
+                             models[i], r, (long long)n, sample ? "seeded" : "greedy");
+                txc_generate_result_free(&res);
+            }
+            free_group(&got);
+        }
+        txc_generator_free(g);
+        txc_model_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -449,6 +696,9 @@ int main(void)
         cmocka_unit_test(test_gemm_row_invariance),
         cmocka_unit_test(test_stories_invariance),
         cmocka_unit_test(test_arch_invariance),
+        cmocka_unit_test(test_gemm_many_row_invariance),
+        cmocka_unit_test(test_grouped_prefill),
+        cmocka_unit_test(test_grouped_vs_generate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

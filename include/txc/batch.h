@@ -26,8 +26,17 @@
  * One step (txc_batch_step):
  *   1. prefill: of the slots whose prompt is not all in the cache yet, the
  *      one that waited longest runs its next chunk of at most prefill_chunk
- *      tokens (batch 1, cache_position its own, the slot's row of the
- *      cache). A chunk that ends the prompt yields the first new token.
+ *      tokens, padded (compiled) to a bucket: a power of two up to 32
+ *      tokens, a multiple of 8 above. The slots in the cache rows next to
+ *      it whose chunks have the same padded length run in the same forward
+ *      (input_ids (G, Lp), each row its own cache_position and last real
+ *      token; chunks of up to 32 rows while the group has at most 32 rows:
+ *      see batch invariance below), as one weight pass for all of them
+ *      (llama-server and vLLM put every slot's prompt tokens in one batch).
+ *      Then the same for the longest-waiting slot left, while the step's
+ *      padded prompt rows stay within prefill_tokens (the first group runs
+ *      whatever its size; the rest wait, first come first served). A chunk
+ *      that ends the prompt yields the first new token.
  *   2. decode: every slot that is generating (its prompt done and a token to
  *      feed) advances by one token in ONE forward: input_ids (Bk, 1) with
  *      each row its own cache_position (Bk, 1) (its own valid length), Bk
@@ -46,10 +55,19 @@
  * (txc_kern_gemm_nt's row invariance, src/ops/kernels.h), attention reads
  * only the row's own valid prefix with the one-row kernel (per row, see
  * txc_model_forward), nothing reduces across rows, and each request has its
- * own RNG state ([seed, 0] at add, one uniform per sampled token). A prompt
- * that fits one chunk is prefilled exactly as txc_generator_run's compiled
- * prefill (padded to a power of two), so its tokens are also those of
- * `txc generate` with the same max_cache_len (greedy or seeded).
+ * own RNG state ([seed, 0] at add, one uniform per sampled token). Prefill
+ * rows of one forward are independent the same way: a slot's chunks are a
+ * function of the request alone, the GEMM kernel is chosen by the row
+ * count (the multi-row GEMV up to TXC_KERN_ROWS_INVARIANT_MAX rows, whose
+ * rows have the bits of one row; above, the many-row GEMM, whose rows have
+ * bits independent of the row count), so a group keeps each chunk's own
+ * kernel: chunks of more than 32 rows group freely, shorter ones only while
+ * the group has at most 32 rows. A prompt that fits one chunk is prefilled
+ * as txc_generator_run's compiled prefill (its own length up to 32 padded
+ * to the same power of two; above 32 padded to a multiple of 8 instead of
+ * a power of two: the padding rows come after the real ones and no real
+ * row attends to them), so its tokens are also those of `txc generate`
+ * with the same max_cache_len (greedy or seeded).
  * With prefix reuse the reused keys and values were computed by an earlier
  * request (its prefill chunks and decode steps), which may round
  * differently from a fresh prefill of the same ids (see
@@ -80,10 +98,13 @@ typedef struct txc_batch_options {
     int n_slots;            /* 1..TXC_BATCH_MAX_SLOTS; default 8 (llama-server's -np, txc serve --parallel) */
     int64_t max_cache_len;  /* per slot; 0: min(4096, max_position_embeddings); cut to max_position_embeddings */
     int64_t prefill_chunk;  /* prompt tokens of one slot per step; default 256 (>= 1) */
+    int64_t prefill_tokens; /* prompt rows (padded) of all slots' prefills in one step; default 512 (vLLM's
+                               max_num_batched_tokens, llama.cpp's n_batch); 0: prefill_chunk. The step's
+                               first group runs whatever its size */
     bool jit;               /* compiled prefill and decode steps (txc/jit.h); default true */
 } txc_batch_options;
 
-/* n_slots 8, max_cache_len 0, prefill_chunk 256, jit true. */
+/* n_slots 8, max_cache_len 0, prefill_chunk 256, prefill_tokens 512, jit true. */
 txc_batch_options txc_batch_default_options(void);
 
 typedef struct txc_batch txc_batch;
@@ -195,6 +216,8 @@ typedef struct txc_batch_stats {
     int64_t decode_tokens;     /* tokens generated (first tokens of prefills included) */
     double prefill_ms;         /* wall time in prefill chunks */
     double decode_ms;          /* wall time in decode forwards and sampling */
+    uint64_t prefill_forwards; /* prefill forwards run (a group of slots is one) */
+    int64_t prefill_rows;      /* rows they ran, padding included (prefill_tokens counts the real ones) */
     int64_t compilations;      /* plans compiled (prefill + decode jits) */
     int decode_bucket;         /* rows of the last decode forward (Bk) */
 } txc_batch_stats;

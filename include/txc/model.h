@@ -199,9 +199,12 @@ txc_tensor *txc_model_forward(txc_model *model, txc_tensor *input_ids, txc_tenso
 /* The same forward with the weights passed explicitly (the article's
  * functional_call): params[i] stands for parameter i of the set above
  * (same shapes and dtypes). This is what a compiled step calls, with its
- * inputs as the weights. logits_index (int64 (1), may be NULL) selects the
- * one position whose logits are computed (a padded prefill's last real
- * token), instead of logits_to_keep. */
+ * inputs as the weights. logits_index (may be NULL) selects the one
+ * position of each row whose logits are computed (a padded prefill's last
+ * real token), instead of logits_to_keep: int64 (1), the same column of
+ * every row, or int64 (batch), row b's own column (rows of different
+ * lengths padded to one q_len, txc/batch.h's grouped prefill); logits are
+ * then (batch, 1, vocab_size). Errors: TXC_ERR_INVALID for another size. */
 txc_tensor *txc_model_forward_with(txc_model *model, txc_tensor *const *params, txc_tensor *input_ids,
                                    txc_tensor *position_ids, txc_kv_cache *cache, txc_tensor *cache_position,
                                    int64_t logits_to_keep, txc_tensor *logits_index);

@@ -6,6 +6,7 @@
  * are in the cache) or DECODE (ids[0, n_ids) is prompt + new tokens, all but
  * the last in the cache: n_cached = n_ids - 1). */
 #include "txc/batch.h"
+#include "ops/kernels.h"
 #include "txc/ops.h"
 #include "txc/tree.h"
 
@@ -58,7 +59,8 @@ static double now_ms(void)
 
 txc_batch_options txc_batch_default_options(void)
 {
-    return (txc_batch_options){.n_slots = 8, .max_cache_len = 0, .prefill_chunk = 256, .jit = true};
+    return (txc_batch_options){
+        .n_slots = 8, .max_cache_len = 0, .prefill_chunk = 256, .prefill_tokens = 512, .jit = true};
 }
 
 txc_batch_request txc_batch_default_request(const txc_model *model, const char *model_dir)
@@ -72,11 +74,13 @@ txc_batch_request txc_batch_default_request(const txc_model *model, const char *
 
 /* ---- the traced steps ---------------------------------------------------------------
  * inputs: the parameters, the cache leaves (views of the batch's cache:
- * one row for a prefill, rows [0, Bk) for a decode), input_ids int64
- * (B, L), cache_position int64 (L) for a prefill (one sequence, padded to a
- * bucket, as txc_generator_run's) or (Bk, 1) for a decode (each row its own
- * position), and for a prefill logits_index int64 (1). output: logits
- * (B, 1, V). The cache is written in place (its leaves are inputs). */
+ * rows [lo, lo + G) for a prefill of G slots, rows [0, Bk) for a decode),
+ * input_ids int64 (B, L), cache_position int64 (L) for a prefill of one
+ * slot (one sequence, padded to a bucket, as txc_generator_run's) or
+ * (G, L) for a prefill of G > 1 slots and (Bk, 1) for a decode (each row
+ * its own positions), and for a prefill logits_index int64 (1) (one slot)
+ * or (G) (each row's last real token). output: logits (B, 1, V). The cache
+ * is written in place (its leaves are inputs). */
 
 typedef struct step_statics {
     int32_t n_params, n_leaves, prefill, pad;
@@ -195,6 +199,13 @@ txc_batch *txc_batch_new(txc_model *model, const txc_batch_options *opts)
         txc_error(TXC_ERR_INVALID, "batch: prefill_chunk must be >= 1, got %lld", (long long)o.prefill_chunk);
         return NULL;
     }
+    if (o.prefill_tokens < 0) {
+        txc_error(TXC_ERR_INVALID, "batch: prefill_tokens must be >= 0 (0: prefill_chunk), got %lld",
+                  (long long)o.prefill_tokens);
+        return NULL;
+    }
+    if (o.prefill_tokens == 0)
+        o.prefill_tokens = o.prefill_chunk;
     const int64_t max_pos = txc_model_max_positions(model);
     if (max_pos == INT64_MAX) {
         txc_error(TXC_ERR_UNSUPPORTED, "batch: dynamic NTK RoPE scales every row by the batch's longest sequence "
@@ -492,7 +503,8 @@ static void emit(txc_batch *b, int i, int32_t t, txc_batch_event *e)
 
 /* ---- the step -------------------------------------------------------------------- */
 
-static int64_t bucket(int64_t n, int64_t cap)
+/* Decode rows: the smallest power of two >= n, at most cap. */
+static int64_t pow2_bucket(int64_t n, int64_t cap)
 {
     int64_t p = 1;
     while (p < n)
@@ -500,23 +512,73 @@ static int64_t bucket(int64_t n, int64_t cap)
     return p < cap ? p : cap;
 }
 
-/* The next prompt chunk of the slot that waited longest; its event (the
- * first token) when the chunk ends the prompt. Returns the slot or -1. */
-static txc_status prefill_step(txc_batch *b, txc_batch_event *ev, int *n_ev, int *done_slot)
+/* Prefill lengths above TXC_KERN_ROWS_INVARIANT_MAX are padded to a
+ * multiple of this. */
+#define PREFILL_ALIGN 8
+
+/* The padded length of a compiled prefill chunk of n tokens with cap
+ * positions left in the slot's cache: up to TXC_KERN_ROWS_INVARIANT_MAX
+ * (32) the smallest power of two >= n (txc_generator_run's buckets), above
+ * it the next multiple of PREFILL_ALIGN (a 40-token prompt runs as 40 rows,
+ * not 64: the prefill GEMMs' work is proportional to the rows); at most
+ * cap. Both sides of 32 keep the GEMM kernel of the chunk's own length
+ * (linalg.c chooses it by the row count: the multi-row GEMV up to 32, the
+ * many-row GEMM above), so padding never switches a chunk's kernel. */
+static int64_t prefill_bucket(int64_t n, int64_t cap)
 {
-    *done_slot = -1;
-    int i = -1;
-    for (int k = 0; k < b->opts.n_slots; k++)
-        if (b->slots[k].state == SLOT_PREFILL && (i < 0 || b->slots[k].order < b->slots[i].order))
-            i = k;
-    if (i < 0)
-        return TXC_OK;
-    slot *s = &b->slots[i];
-    const int64_t from = s->n_cached;
-    int64_t L = s->n_prompt - from;
-    if (L > b->opts.prefill_chunk)
-        L = b->opts.prefill_chunk;
-    const int64_t Lp = b->opts.jit ? bucket(L, b->max_cache_len - from) : L;
+    int64_t p = n <= TXC_KERN_ROWS_INVARIANT_MAX ? pow2_bucket(n, TXC_KERN_ROWS_INVARIANT_MAX)
+                                                 : (n + PREFILL_ALIGN - 1) / PREFILL_ALIGN * PREFILL_ALIGN;
+    return p < cap ? p : cap;
+}
+
+/* A slot's next prompt chunk: positions [from, from + L) of its ids, run as
+ * Lp rows. A function of the request alone (its prompt, what it reused,
+ * prefill_chunk, max_cache_len), never of the other slots: the chunk's bits
+ * depend on its length (the kernels chosen by it). */
+typedef struct chunk {
+    int64_t from, L, Lp;
+} chunk;
+
+static chunk next_chunk(const txc_batch *b, const slot *s)
+{
+    chunk c;
+    c.from = s->n_cached;
+    c.L = s->n_prompt - c.from;
+    if (c.L > b->opts.prefill_chunk)
+        c.L = b->opts.prefill_chunk;
+    c.Lp = b->opts.jit ? prefill_bucket(c.L, b->max_cache_len - c.from) : c.L;
+    return c;
+}
+
+/* Whether slot k can join a group of n slots whose chunks are Lp rows,
+ * with `room` rows left in this step. A group is one forward of (n, Lp)
+ * over cache rows [lo, lo + n): its GEMMs have n * Lp rows, so chunks of
+ * at most 32 rows (the multi-row GEMV, each row's bits those of one row)
+ * group only while the group has at most 32 rows; longer chunks (the
+ * many-row GEMM, every row's bits independent of the row count above 32
+ * where txc_kern_gemm_rows_invariant) group up to the room. Either way
+ * each row gets the kernel, and so the bits, of its chunk run alone. */
+static bool joins(const txc_batch *b, int k, const bool *taken, int64_t Lp, int n, int64_t room)
+{
+    if (k < 0 || k >= b->opts.n_slots || taken[k] || b->slots[k].state != SLOT_PREFILL)
+        return false;
+    if (next_chunk(b, &b->slots[k]).Lp != Lp)
+        return false;
+    const int64_t rows = (int64_t)(n + 1) * Lp;
+    if (rows > room)
+        return false;
+    return Lp > TXC_KERN_ROWS_INVARIANT_MAX ? txc_kern_gemm_rows_invariant() : rows <= TXC_KERN_ROWS_INVARIANT_MAX;
+}
+
+/* One prefill forward of the next chunks of slots [lo, lo + n) (equal
+ * padded lengths Lp); the first token of every slot whose prompt it ends
+ * (its event, emitted[slot] set). */
+static txc_status prefill_group(txc_batch *b, int lo, int n, int64_t Lp, txc_batch_event *ev, int *n_ev,
+                                bool *emitted)
+{
+    chunk c[TXC_BATCH_MAX_SLOTS];
+    for (int r = 0; r < n; r++)
+        c[r] = next_chunk(b, &b->slots[lo + r]);
     txc_env *env = b->env;
     double t0 = now_ms();
     int mark = txc_env_scope_begin(env);
@@ -525,53 +587,104 @@ static txc_status prefill_step(txc_batch *b, txc_batch_event *ev, int *n_ev, int
     txc_status st = TXC_OK;
     txc_tensor *views[MAX_LEAVES];
     for (int l = 0; l < b->n_leaves && st == TXC_OK; l++)
-        if (!(views[l] = txc_narrow(b->leaves[l], 0, i, 1)))
+        if (!(views[l] = txc_narrow(b->leaves[l], 0, lo, n)))
             st = txc_last_status();
-    int64_t shape[2] = {1, Lp}, last = L - 1, one = 1;
+    /* one slot: cache_position (Lp) and logits_index (1), as
+     * txc_generator_run's prefill; several: (n, Lp) and (n), each row its own */
+    int64_t shape[2] = {n, Lp}, n_li = n;
     txc_tensor *ids = txc_zeros(env, 2, shape, TXC_I64);
-    txc_tensor *pos = txc_arange(env, (double)from, (double)(from + Lp), 1, TXC_I64);
-    txc_tensor *li = txc_tensor_from_data(env, TXC_I64, 1, &one, &last);
+    txc_tensor *pos = n == 1 ? txc_arange(env, (double)c[0].from, (double)(c[0].from + Lp), 1, TXC_I64)
+                             : txc_zeros(env, 2, shape, TXC_I64);
+    txc_tensor *li = txc_zeros(env, 1, &n_li, TXC_I64);
     if (st == TXC_OK && (!ids || !pos || !li))
         st = txc_last_status() ? txc_last_status() : TXC_ERR_NOMEM;
     if (st == TXC_OK) {
-        int64_t *p = txc_tensor_data_ptr(ids);
-        for (int64_t k = 0; k < L; k++)
-            p[k] = s->ids[from + k];
+        int64_t *p = txc_tensor_data_ptr(ids), *pp = txc_tensor_data_ptr(pos), *pl = txc_tensor_data_ptr(li);
+        for (int r = 0; r < n; r++) {
+            const slot *s = &b->slots[lo + r];
+            for (int64_t k = 0; k < c[r].L; k++)
+                p[r * Lp + k] = s->ids[c[r].from + k];
+            /* padding rows continue the positions (bucketed within the
+             * cache): they write past the real tokens, which the next
+             * chunk or decode step overwrites */
+            for (int64_t k = 0; n > 1 && k < Lp; k++)
+                pp[r * Lp + k] = c[r].from + k;
+            pl[r] = c[r].L - 1;
+        }
         const float *logits = forward(b, true, views, ids, pos, li);
-        if (!logits) {
+        if (!logits)
             st = txc_last_status() ? txc_last_status() : TXC_ERR_INTERNAL;
-        } else {
-            s->n_cached = from + L;
-            b->stats.prefill_tokens += L;
-            if (s->n_cached == s->n_prompt) {
-                txc_batch_event *e = &ev[*n_ev];
-                memset(e, 0, sizeof *e);
-                int32_t t = choose(b, s, logits, e);
-                if (t < 0) {
-                    st = txc_last_status() ? txc_last_status() : TXC_ERR_INTERNAL;
-                } else {
-                    emit(b, i, t, e);
-                    (*n_ev)++;
-                    *done_slot = i;
-                }
+        for (int r = 0; logits && r < n && st == TXC_OK; r++) {
+            slot *s = &b->slots[lo + r];
+            s->n_cached = c[r].from + c[r].L;
+            b->stats.prefill_tokens += c[r].L;
+            if (s->n_cached < s->n_prompt)
+                continue;
+            txc_batch_event *e = &ev[*n_ev];
+            memset(e, 0, sizeof *e);
+            int32_t t = choose(b, s, logits + (int64_t)r * b->V, e);
+            if (t < 0) {
+                st = txc_last_status() ? txc_last_status() : TXC_ERR_INTERNAL;
+                break;
             }
+            emit(b, lo + r, t, e);
+            (*n_ev)++;
+            emitted[lo + r] = true;
         }
     }
     txc_env_scope_end(env, mark);
+    b->stats.prefill_forwards++;
+    b->stats.prefill_rows += (int64_t)n * Lp;
     b->stats.prefill_ms += now_ms() - t0;
     return st;
 }
 
-/* One decode forward over rows [0, Bk) for every DECODE slot but `skip`. */
-static txc_status decode_step(txc_batch *b, int skip, txc_batch_event *ev, int *n_ev)
+/* The step's prefills: the slot that waited longest, with the neighbouring
+ * slots (adjacent cache rows) whose chunks have its padded length, in one
+ * forward (joins), then the same for the longest-waiting slot left, while
+ * the step's padded rows stay within prefill_tokens (the first group runs
+ * whatever its size). The oldest that does not fit waits for the next step
+ * (first come, first served). */
+static txc_status prefill_step(txc_batch *b, txc_batch_event *ev, int *n_ev, bool *emitted)
+{
+    bool taken[TXC_BATCH_MAX_SLOTS] = {false};
+    int64_t used = 0;
+    for (;;) {
+        int i = -1;
+        for (int k = 0; k < b->opts.n_slots; k++)
+            if (b->slots[k].state == SLOT_PREFILL && !taken[k] && (i < 0 || b->slots[k].order < b->slots[i].order))
+                i = k;
+        if (i < 0)
+            return TXC_OK;
+        const int64_t Lp = next_chunk(b, &b->slots[i]).Lp;
+        if (used > 0 && used + Lp > b->opts.prefill_tokens)
+            return TXC_OK;
+        const int64_t room = used > 0 ? b->opts.prefill_tokens - used
+                                      : (b->opts.prefill_tokens > Lp ? b->opts.prefill_tokens : Lp);
+        int lo = i, n = 1;
+        taken[i] = true;
+        while (joins(b, lo + n, taken, Lp, n, room))
+            taken[lo + n++] = true;
+        while (joins(b, lo - 1, taken, Lp, n, room))
+            taken[--lo] = true, n++;
+        txc_status st = prefill_group(b, lo, n, Lp, ev, n_ev, emitted);
+        if (st != TXC_OK)
+            return st;
+        used += (int64_t)n * Lp;
+    }
+}
+
+/* One decode forward over rows [0, Bk) for every DECODE slot not emitted
+ * this step (a prefill just gave it its first token). */
+static txc_status decode_step(txc_batch *b, const bool *emitted, txc_batch_event *ev, int *n_ev)
 {
     int hi = -1;
     for (int k = 0; k < b->opts.n_slots; k++)
-        if (b->slots[k].state == SLOT_DECODE && k != skip)
+        if (b->slots[k].state == SLOT_DECODE && !emitted[k])
             hi = k;
     if (hi < 0)
         return TXC_OK;
-    const int64_t Bk = bucket(hi + 1, b->opts.n_slots);
+    const int64_t Bk = pow2_bucket(hi + 1, b->opts.n_slots);
     txc_env *env = b->env;
     double t0 = now_ms();
     int mark = txc_env_scope_begin(env);
@@ -594,14 +707,14 @@ static txc_status decode_step(txc_batch *b, int skip, txc_batch_event *ev, int *
             /* a row that is not decoding is fed at the position just past
              * what its slot holds: nothing valid is overwritten */
             pp[k] = s->n_cached;
-            pi[k] = s->state == SLOT_DECODE && k != skip ? s->ids[s->n_ids - 1] : 0;
+            pi[k] = s->state == SLOT_DECODE && !emitted[k] ? s->ids[s->n_ids - 1] : 0;
         }
         const float *logits = forward(b, false, views, ids, pos, NULL);
         if (!logits)
             st = txc_last_status() ? txc_last_status() : TXC_ERR_INTERNAL;
         for (int64_t k = 0; logits && k < Bk && st == TXC_OK; k++) {
             slot *s = &b->slots[k];
-            if (s->state != SLOT_DECODE || k == skip)
+            if (s->state != SLOT_DECODE || emitted[k])
                 continue;
             txc_batch_event *e = &ev[*n_ev];
             memset(e, 0, sizeof *e);
@@ -636,10 +749,10 @@ txc_status txc_batch_step(txc_batch *b, txc_batch_event *events, int max_events,
                          b->opts.n_slots);
     if (txc_batch_busy(b) == 0)
         return TXC_OK;
-    int done = -1;
-    txc_status st = prefill_step(b, events, n_events, &done);
+    bool emitted[TXC_BATCH_MAX_SLOTS] = {false};
+    txc_status st = prefill_step(b, events, n_events, emitted);
     if (st == TXC_OK)
-        st = decode_step(b, done, events, n_events);
+        st = decode_step(b, emitted, events, n_events);
     b->stats.steps++;
     if (st != TXC_OK) {
         /* every busy request ends; what the cache holds is unknown */

@@ -45,3 +45,28 @@ txc_tensor *txc_model_cached_attention(txc_model *m, txc_kv_cache *cache, int la
     }
     return B == 1 ? rows[0] : txc_cat(rows, (int)B, 0);
 }
+
+txc_tensor *txc_model_select_positions(txc_tensor *x, txc_tensor *logits_index)
+{
+    if (!x || !logits_index)
+        return NULL;
+    const int64_t B = txc_tensor_size(x, 0), L = txc_tensor_size(x, 1);
+    const int64_t n = txc_tensor_numel(logits_index);
+    if (n == 1)
+        return txc_index_select(x, 1, logits_index);
+    int nd = txc_tensor_ndim(x);
+    if (n != B || nd < 2 || nd > 8) {
+        txc_error(TXC_ERR_INVALID, "forward: logits_index must be int64 (1) or (batch = %lld), got %lld elements",
+                  (long long)B, (long long)n);
+        return NULL;
+    }
+    int64_t shape[8];
+    shape[0] = B * L;
+    for (int i = 2; i < nd; i++)
+        shape[i - 1] = txc_tensor_size(x, i);
+    txc_tensor *flat = txc_reshape(x, nd - 1, shape);
+    /* row b's column is index[b] of row b: b * L + index[b] of the flattened rows */
+    txc_tensor *offset = txc_arange(txc_tensor_env(x), 0, (double)(B * L), (double)L, TXC_I64);
+    txc_tensor *rows = txc_index_select(flat, 0, txc_add(logits_index, offset));
+    return txc_unsqueeze(rows, 1);
+}

@@ -89,8 +89,8 @@ static txc_tensor *gpt2_forward(txc_model *m, txc_tensor *const *params, txc_ten
         h = txc_add(h, conv1d(m, x, W(P[L_DOWN]), W(P[L_DOWN_BIAS])));
     }
     h = txc_layer_norm(h, W(m->g[G_NORM]), W(m->g[G_NORM_BIAS]), eps);
-    if (logits_index)
-        h = txc_index_select(h, 1, logits_index);
+    if (logits_index) /* one position per row: every row's own (txc_model_select_positions) */
+        h = txc_model_select_positions(h, logits_index);
     else if (logits_to_keep > 0 && logits_to_keep < L)
         h = txc_narrow(h, 1, L - logits_to_keep, logits_to_keep);
     return txc_linear(h, W(m->g[G_LM_HEAD]), NULL);

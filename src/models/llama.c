@@ -724,7 +724,7 @@ static txc_tensor *decoder_forward(txc_model *m, txc_tensor *const *params, txc_
 
     /* cos/sin of the positions; dynamic NTK scales for max(position) + 1 of
      * the real tokens (a padded prefill's last real one is logits_index). */
-    txc_tensor *seq_pos = logits_index ? txc_index_select(position_ids, 1, logits_index) : position_ids;
+    txc_tensor *seq_pos = logits_index ? txc_model_select_positions(position_ids, logits_index) : position_ids;
     txc_tensor *cos, *sin;
     if (txc_rope_cos_sin(&m->rope, position_ids, seq_pos, &cos, &sin) != TXC_OK)
         return NULL;
@@ -808,8 +808,8 @@ static txc_tensor *decoder_forward(txc_model *m, txc_tensor *const *params, txc_
         }
     }
     h = norm(m, h, W(m->g[G_NORM]), W(m->g[G_NORM_BIAS]));
-    if (logits_index)
-        h = txc_index_select(h, 1, logits_index);
+    if (logits_index) /* one position per row: every row's own (txc_model_select_positions) */
+        h = txc_model_select_positions(h, logits_index);
     else if (logits_to_keep > 0 && logits_to_keep < L)
         h = txc_narrow(h, 1, L - logits_to_keep, logits_to_keep);
     txc_tensor *logits = txc_linear(h, W(m->g[G_LM_HEAD]), NULL); /* (B, keep, vocab) */

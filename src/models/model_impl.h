@@ -198,6 +198,13 @@ txc_tensor *txc_model_attention(txc_tensor *q, txc_tensor *k, txc_tensor *v, txc
 txc_tensor *txc_model_cached_attention(txc_model *m, txc_kv_cache *cache, int layer, txc_tensor *q, txc_tensor *k,
                                        txc_tensor *v, txc_tensor *cache_position, txc_tensor *query_pos, double scale,
                                        int64_t window, double softcap);
+/* Each row's one position of x (B, L, ...) (batch_rows.c): logits_index
+ * int64 (1) is the column of every row (index_select on dim 1); int64 (B)
+ * with B > 1 holds row b's own column (a batch of prompts of different
+ * lengths padded to one length, txc/batch.h's grouped prefill): the rows
+ * (B, 1, ...) are gathered from x flattened to (B * L, ...), each a copy of
+ * its row, so a row's value does not depend on the others. NULL on error. */
+txc_tensor *txc_model_select_positions(txc_tensor *x, txc_tensor *logits_index);
 /* (B, L, heads*d) -> (B, heads, L, d). */
 txc_tensor *txc_model_split_heads(txc_tensor *x, int64_t B, int64_t L, int64_t heads, int64_t d);
 

@@ -73,6 +73,15 @@ void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
  * M = 1. The NN kernels (transposed weights) compute every element in k
  * order whatever M and are row-invariant at any M. */
 #define TXC_KERN_ROWS_INVARIANT_MAX 32
+/* Whether every row of txc_kern_gemm_nt with M > TXC_KERN_ROWS_INVARIANT_MAX
+ * has bits that depend on its row of A alone (not on M, the other rows or
+ * the row's place among them): at SIMD level 1 (gemm_avx2.c's packed
+ * kernel: one fma chain per element whatever M) and 0 (the portable
+ * kernel: one dot per element); not established for the AVX-512 and AMX
+ * tiles (levels 2 and 3): false there. (They are other bits than M <= 32's
+ * either way.) txc/batch.h puts several prompts' chunks of more than 32
+ * rows in one forward only where this holds (tests/test_batch.c). */
+bool txc_kern_gemm_rows_invariant(void);
 void txc_kern_gemv_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B, txc_dtype bdt,
                         int64_t ldb, float *C, int64_t ldc);
 

@@ -773,6 +773,8 @@ static void gemm_impl(bool nn, bool rows_invariant, int64_t M, int64_t N, int64_
         gemm_nt_serial(M, N, K, A, lda, B, bdt, ldb, C, ldc);
 }
 
+bool txc_kern_gemm_rows_invariant(void) { return txc_kern_simd_level() <= 1; }
+
 void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
                       txc_dtype bdt, int64_t ldb, float *C, int64_t ldc)
 {

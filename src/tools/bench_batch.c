@@ -55,8 +55,9 @@ typedef struct batch_row {
 /* B requests of the prompt (row r: the prompt with its first id shifted by
  * r, so the rows are distinct sequences), each new_tokens long, no eos,
  * through the batch `b` of B slots; the decode rows count the steps of the
- * whole batch: after every row got its first token (prefills are one slot
- * per step) and before the first row ends. The row's prefill_ms and
+ * whole batch: after every row got its first token (the prefills of a
+ * step run together within the batch's prefill_tokens) and before the
+ * first row ends. The row's prefill_ms and
  * compilations are this run's (the batch's counters before and after). */
 static txc_status run_batch(txc_batch *b, txc_model *model, int B, const int32_t *prompt, int64_t n_prompt,
                             int64_t new_tokens, batch_row *row)
@@ -115,12 +116,12 @@ int txc_bench_batch(txc_model *model, const char *model_name, const int *sizes, 
     memset(rows, 0, sizeof rows);
     for (int i = 0; i < n_sizes; i++) {
         const int B = sizes[i];
-        /* the prompts are prefilled one per step while the first rows decode:
-         * the whole batch decodes together only from step B + 1 on */
-        if (new_tokens <= B) {
-            fprintf(stderr, "txc: --batch %d needs --new-tokens > %d (the %d prompts are prefilled one per step, "
-                            "so the batch decodes all %d rows together only after %d tokens), got %lld\n",
-                    B, B, B, B, B, (long long)new_tokens);
+        /* the prefill gives every row its first token: the rows decode
+         * together from the second on */
+        if (new_tokens < 2) {
+            fprintf(stderr, "txc: --batch %d needs --new-tokens >= 2 (the prefill gives the first token; the rows "
+                            "decode together from the second), got %lld\n",
+                    B, (long long)new_tokens);
             return EXIT_ERROR;
         }
         txc_batch_options o = txc_batch_default_options();
