@@ -22,6 +22,9 @@ B = torch.tensor([[True, False, True], [False, False, True]])
 # (id, function of torch tensors, inputs, the aten overload it must reach)
 CASES = [
     ("view", lambda x: x.view(3, 2), [R(2, 3)], "view.default"),
+    ("view_0d", lambda x: x.sum().view(1), [R(2, 3)], "view.default"),          # torch allows it
+    ("view_0d_to_2d", lambda x: x.sum().view(1, 1).expand(2, 3) * x, [R(2, 3)], "view.default"),
+    ("view_to_0d", lambda x: x.view(()), [R(1, 1)], "view.default"),
     ("reshape_strided", lambda x: x.t().reshape(6), [R(2, 3)], "_unsafe_view.default"),
     ("permute", lambda x: x.permute(2, 0, 1), [R(2, 3, 4)], "permute.default"),
     ("transpose", lambda x: x.transpose(0, 2), [R(2, 3, 4)], "transpose.int"),
@@ -71,6 +74,10 @@ CASES = [
     ("ge", lambda a, b: a >= b, [I(3, 6), I(3, 6)], "ge.Tensor"),
     ("and", lambda a, b: a & b, [B, B.flip(1)], "bitwise_and.Tensor"),
     ("logical_and", torch.logical_and, [B, B.flip(1)], "logical_and.default"),
+    ("or", lambda a, b: a | b, [B, B.flip(1)], "bitwise_or.Tensor"),
+    ("logical_or", torch.logical_or, [B, B.flip(1)], "logical_or.default"),
+    ("logical_or_mixed", torch.logical_or, [I(3, 2, 3), R(3)], "logical_or.default"),
+    ("ior", lambda a, b: a.clone().__ior__(b), [B, B.flip(0)], None),
     ("not", lambda a: ~a, [B], "bitwise_not.default"),
     ("logical_not", torch.logical_not, [B], "logical_not.default"),
     ("where", torch.where, [B, R(2, 3), R(3)], "where.self"),
@@ -85,6 +92,13 @@ CASES = [
     ("max_all", lambda a: a.max(), [R(3, 4)], "max.default"),
     ("argmax", lambda a: a.argmax(-1), [R(3, 4)], "argmax.default"),
     ("argmax_all", lambda a: a.argmax(), [R(3, 4)], "argmax.default"),
+    ("cumsum_int", lambda a: a.cumsum(-1), [I(2, 2, 7)], "cumsum.default"),      # generate()'s position_ids
+    ("cumsum_bool", lambda a: a.cumsum(1), [B], "cumsum.default"),
+    ("cumsum_f32_dim0", lambda a: torch.cumsum(a, 0), [R(5, 3)], "cumsum.default"),
+    ("cumsum_strided", lambda a: a.t().cumsum(1), [R(4, 6)], "cumsum.default"),
+    ("cumsum_dtype", lambda a: torch.cumsum(a, -1, dtype=torch.float32), [I(9, 3, 4)], "cumsum.default"),
+    ("cumsum_bf16", lambda a: a.cumsum(-1), [R(2, 9, dtype=torch.bfloat16)], "cumsum.default"),
+    ("cumsum_0d", lambda a: a.sum().cumsum(0), [R(3)], "cumsum.default"),
     ("softmax", lambda a: a.softmax(-1), [R(3, 4)], "_softmax.default"),
     ("log_softmax", lambda a: F.log_softmax(a, -1), [R(3, 4)], "_log_softmax.default"),
     ("mm", torch.mm, [R(3, 4), R(4, 5)], "mm.default"),

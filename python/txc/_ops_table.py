@@ -3,8 +3,9 @@
 Each row: aten overload name -> (txc op frontend, argument slots[, conditions]).
 The txc op is a frontend of include/txc/ops.h, called through txc._C.call;
 its signature (txc._C.op_names()) says what each slot must be. A slot is an
-argument name of the aten schema, optionally with a converter after '|', or a
-literal after '='. Conditions name schema arguments that must have the given
+argument name of the aten schema, optionally with a converter after '|' (one
+named '@name' also sees the other bound arguments: a default that depends on
+the input's dtype), or a literal after '='. Conditions name schema arguments that must have the given
 value for the row to apply ("@bool": every tensor argument is bool); a list
 of rows is tried in order. When no row applies the op falls back to
 PyTorch's decomposition, as an op txc lacks does.
@@ -28,6 +29,14 @@ CONVERTERS = {
     "float": float,
     "int": int,
     "one": lambda v: v if isinstance(v, int) else (v[0] if len(v) == 1 else _several(v)),
+}
+
+
+# converters of the form '@name': they see the bound arguments too (f(value, bound))
+BOUND_CONVERTERS = {
+    # torch.cumsum / torch.sum's dtype=None: int64 for bool and integer inputs, else the input's
+    "sum_dtype": lambda v, b: v if v is not None else (
+        b["self"].dtype if b["self"].dtype.is_floating_point else __import__("torch").int64),
 }
 
 
@@ -107,6 +116,9 @@ for _n in _COMPARE:
     ATEN[_n + ".Tensor"] = (_n, "self other")
     ATEN[_n + ".Scalar"] = (_n, "self other")
 ATEN["bitwise_and.Tensor"] = ("logical_and", "self other", {"@bool": True})
+ATEN["bitwise_or.Tensor"] = ("logical_or", "self other", {"@bool": True})
+ATEN["logical_or.default"] = ("logical_or", "self other")
+ATEN["cumsum.default"] = ("cumsum", "self dim dtype|@sum_dtype")
 ATEN["bitwise_not.default"] = ("logical_not", "self", {"@bool": True})
 
 # torch functions intercepted before they reach aten (the TorchFunctionMode):

@@ -279,7 +279,9 @@ class Environment(contextlib.ContextDecorator):
             else:
                 nm, _, conv = slot.partition("|")
                 v = b.get(nm)
-                if conv:
+                if conv.startswith("@"):
+                    v = _ops_table.BOUND_CONVERTERS[conv[1:]](v, b)
+                elif conv:
                     v = _ops_table.CONVERTERS[conv](v)
             s = sig[k]
             if s in "TO":
