@@ -25,6 +25,11 @@ typedef struct {
     txc_jit *jit;
     PyObject *trace; /* callable(list of Arrays, int key) -> list of Arrays */
     txc_env *env;
+    /* the UTF-8 names of the last names list passed (the frontend passes one list per call
+     * layout, never changed): reused while the same list object comes again */
+    PyObject *names_obj;
+    const char **names_c;
+    Py_ssize_t names_n;
 } JitObject;
 
 static txc_status trace_cb(void *ctx, txc_tensor *const *inputs, int n_inputs, const void *static_args,
@@ -105,6 +110,8 @@ static void jit_dealloc(JitObject *self)
     if (self->jit)
         txc_jit_free(self->jit);
     Py_XDECREF(self->trace);
+    Py_XDECREF(self->names_obj);
+    PyMem_Free((void *)self->names_c);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -147,6 +154,7 @@ static PyObject *jit_call(JitObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
+    int same_names = names == self->names_obj && n == self->names_n;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
         if (!PyObject_TypeCheck(o, &TxcArray_Type)) {
@@ -154,11 +162,26 @@ static PyObject *jit_call(JitObject *self, PyObject *args)
             goto done;
         }
         in[i] = ((TxcArrayObject *)o)->t;
+        if (same_names) {
+            nm[i] = self->names_c[i];
+            continue;
+        }
         PyObject *s = PySequence_GetItem(names, i);
         nm[i] = s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : NULL;
         Py_XDECREF(s); /* the names list keeps the strings alive */
         if (!nm[i])
             PyErr_Clear();
+    }
+    if (!same_names && PyList_CheckExact(names)) { /* keep them for the next call with this list */
+        const char **keep = PyMem_Calloc((size_t)n + 1, sizeof *keep);
+        if (keep) {
+            memcpy(keep, nm, sizeof *keep * (size_t)n);
+            PyMem_Free((void *)self->names_c);
+            Py_INCREF(names);
+            Py_XSETREF(self->names_obj, names);
+            self->names_c = keep;
+            self->names_n = n;
+        }
     }
     int n_out = 0;
     txc_clear_error();
@@ -225,10 +248,15 @@ done:
     return result;
 }
 
-/* one item of gather_elems: item must be a `cls` (txc.Tensor) whose _elem is an Array; out[k] = that */
-static int gather_one(PyObject *item, PyObject *cls, PyObject *out, Py_ssize_t k)
+/* one item of gather_elems: item must be a `cls` (txc.Tensor) whose _elem is an Array; out[k] = that.
+ * With a snapshot list, an item that is the very object seen there last time is skipped (out[k]
+ * still holds its array: a txc.Tensor's _elem is fixed at creation), so an unchanged weight costs
+ * one pointer comparison, not a visit to the object; a new one is recorded. */
+static int gather_one(PyObject *item, PyObject *cls, PyObject *out, Py_ssize_t k, PyObject *snap, Py_ssize_t i)
 {
     static PyObject *elem_name;
+    if (snap && PyList_GET_ITEM(snap, i) == item)
+        return 1;
     if (!elem_name && !(elem_name = PyUnicode_InternFromString("_elem")))
         return -1;
     if (!PyObject_TypeCheck(item, (PyTypeObject *)cls))
@@ -240,19 +268,27 @@ static int gather_one(PyObject *item, PyObject *cls, PyObject *out, Py_ssize_t k
         Py_DECREF(e);
         return 0;
     }
-    return PyList_SetItem(out, k, e) == 0 ? 1 : -1; /* steals e */
+    if (PyList_SetItem(out, k, e) != 0) /* steals e */
+        return -1;
+    if (snap) {
+        Py_INCREF(item);
+        if (PyList_SetItem(snap, i, item) != 0)
+            return -1;
+    }
+    return 1;
 }
 
-/* gather_elems(container, keys, cls, out, start, n) -> bool: container is a
- * dict (its keys equal to the tuple `keys`, in order), a list or a tuple
- * (keys None) of exactly n `cls` instances; out[start + i] = item i's
- * _elem. False (out partly written) when the layout differs or an item is
- * not a txc.Tensor: the caller flattens the slow way. */
+/* gather_elems(container, keys, cls, out, start, n[, snapshot]) -> bool: container is a dict
+ * (its keys equal to the tuple `keys`, in order), a list or a tuple (keys None) of exactly n
+ * `cls` instances; out[start + i] = item i's _elem. snapshot (a list of n, or None): the items
+ * of the previous call, kept up to date; items found there again are not visited. False (out
+ * and snapshot partly written) when the layout differs or an item is not a txc.Tensor: the
+ * caller flattens the slow way. */
 static PyObject *mod_gather_elems(PyObject *m, PyObject *args)
 {
-    PyObject *c, *keys, *cls, *out;
+    PyObject *c, *keys, *cls, *out, *snap = Py_None;
     Py_ssize_t start, n;
-    if (!PyArg_ParseTuple(args, "OOOO!nn", &c, &keys, &cls, &PyList_Type, &out, &start, &n))
+    if (!PyArg_ParseTuple(args, "OOOO!nn|O", &c, &keys, &cls, &PyList_Type, &out, &start, &n, &snap))
         return NULL;
     if (!PyType_Check(cls)) {
         PyErr_SetString(PyExc_TypeError, "gather_elems: cls must be a type");
@@ -262,12 +298,18 @@ static PyObject *mod_gather_elems(PyObject *m, PyObject *args)
         PyErr_SetString(PyExc_IndexError, "gather_elems: out of range");
         return NULL;
     }
+    if (snap == Py_None)
+        snap = NULL;
+    else if (!PyList_Check(snap) || PyList_GET_SIZE(snap) != n) {
+        PyErr_SetString(PyExc_TypeError, "gather_elems: snapshot must be a list of n items or None");
+        return NULL;
+    }
     if (PyDict_CheckExact(c)) {
         if (!PyTuple_Check(keys) || PyTuple_GET_SIZE(keys) != n || PyDict_GET_SIZE(c) != n)
             Py_RETURN_FALSE;
         Py_ssize_t pos = 0, i = 0;
         PyObject *k, *v;
-        while (PyDict_Next(c, &pos, &k, &v)) {
+        while (i < n && PyDict_Next(c, &pos, &k, &v)) {
             PyObject *want = PyTuple_GET_ITEM(keys, i);
             if (k != want) {
                 int eq = PyObject_RichCompareBool(k, want, Py_EQ);
@@ -276,14 +318,14 @@ static PyObject *mod_gather_elems(PyObject *m, PyObject *args)
                 if (!eq)
                     Py_RETURN_FALSE;
             }
-            int r = gather_one(v, cls, out, start + i);
+            int r = gather_one(v, cls, out, start + i, snap, i);
             if (r < 0)
                 return NULL;
             if (!r)
                 Py_RETURN_FALSE;
             i++;
         }
-        Py_RETURN_TRUE;
+        return PyBool_FromLong(i == n);
     }
     if (PyList_CheckExact(c) || PyTuple_CheckExact(c)) {
         PyObject *seq = PySequence_Fast(c, "gather_elems");
@@ -291,7 +333,7 @@ static PyObject *mod_gather_elems(PyObject *m, PyObject *args)
             return NULL;
         int res = PySequence_Fast_GET_SIZE(seq) == n;
         for (Py_ssize_t i = 0; res == 1 && i < n; i++)
-            res = gather_one(PySequence_Fast_GET_ITEM(seq, i), cls, out, start + i);
+            res = gather_one(PySequence_Fast_GET_ITEM(seq, i), cls, out, start + i, snap, i);
         Py_DECREF(seq);
         if (res < 0)
             return NULL;
@@ -302,8 +344,8 @@ static PyObject *mod_gather_elems(PyObject *m, PyObject *args)
 
 static PyMethodDef jit_module_methods[] = {
     {"gather_elems", mod_gather_elems, METH_VARARGS,
-     "gather_elems(container, keys, cls, out, start, n) -> bool: the txc arrays of a dict/list/tuple of "
-     "txc.Tensors into out[start:start+n]"},
+     "gather_elems(container, keys, cls, out, start, n[, snapshot]) -> bool: the txc arrays of a "
+     "dict/list/tuple of txc.Tensors into out[start:start+n]"},
     {NULL},
 };
 
@@ -335,7 +377,38 @@ static PyObject *jit_cache_message(JitObject *self, PyObject *noargs)
     return PyUnicode_FromString(txc_jit_compile_cache_message(self->jit));
 }
 
+static PyObject *jit_set_profile(JitObject *self, PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0)
+        return NULL;
+    txc_jit_set_profile(self->jit, on);
+    Py_RETURN_NONE;
+}
+
+/* txc_jit_get_profile: [(op, calls, ms)], most time first */
+static PyObject *jit_profile(JitObject *self, PyObject *noargs)
+{
+    txc_jit_op_time t[64];
+    int n = txc_jit_get_profile(self->jit, t, 64);
+    if (n > 64)
+        n = 64;
+    PyObject *l = PyList_New(n);
+    for (int i = 0; l && i < n; i++) {
+        PyObject *row = Py_BuildValue("(sKd)", t[i].op, (unsigned long long)t[i].calls, t[i].ms);
+        if (!row) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, i, row);
+    }
+    return l;
+}
+
 static PyMethodDef jit_methods[] = {
+    {"set_profile", (PyCFunction)jit_set_profile, METH_O,
+     "txc_jit_set_profile: time every kernel launch of the following calls"},
+    {"profile", (PyCFunction)jit_profile, METH_NOARGS, "txc_jit_get_profile: [(op, calls, ms)], most time first"},
     {"call", (PyCFunction)jit_call, METH_VARARGS, "call(arrays, names, key, clone_outputs=True)"},
     {"stats", (PyCFunction)jit_stats, METH_NOARGS, "txc_jit_get_stats + the last recompile reason"},
     {"set_compile_cache", (PyCFunction)jit_set_cache, METH_VARARGS, "folder or None"},

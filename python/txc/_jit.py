@@ -53,25 +53,28 @@ class _Layout:
     leaf), where its arrays go in the plan's input list, the plan key and the inputs' names.
     A later call with the same layout is checked against it argument by argument (same dict keys,
     same node context, same statics; every leaf a txc.Tensor) and its arrays gathered in C
-    (gather_elems), instead of re-flattening the whole tree with key paths. The leaves
-    themselves are read anew every call: a replaced weight, a new cache, a tensor written in
-    place are all seen (weights are explicit inputs)."""
+    (gather_elems), instead of re-flattening the whole tree with key paths. The leaves are
+    compared with the previous call's (a snapshot per argument): an unchanged weight costs a
+    pointer comparison, a replaced one is picked up (weights are explicit inputs), and a
+    tensor written in place is read by the plan at its next run anyway. The input list is kept
+    between calls and updated where leaves changed."""
 
-    __slots__ = ("guards", "n", "key", "names")
+    __slots__ = ("guards", "n", "key", "names", "arrays")
 
     def __init__(self, guards, n, key, names):
         self.guards, self.n, self.key, self.names = guards, n, key, names
+        self.arrays = [None] * n
 
     def gather(self, values):
-        arrays = [None] * self.n
+        arrays = self.arrays
         gather = _C.gather_elems
-        for (kind, data, start, n), v in zip(self.guards, values):
+        for (kind, data, start, n, snap), v in zip(self.guards, values):
             if kind is _TENSOR:
                 if not isinstance(v, Tensor):
                     return None
                 arrays[start] = v._elem
             elif kind is _DICT:
-                if type(v) is not dict or not gather(v, data, Tensor, arrays, start, n):
+                if type(v) is not dict or not gather(v, data, Tensor, arrays, start, n, snap):
                     return None
             elif kind is _NODE:
                 typ, flatten, ctx = data
@@ -79,10 +82,10 @@ class _Layout:
                     return None
                 children, c = flatten(v)
                 if not (c == ctx) or not gather(children if type(children) in (list, tuple) else list(children),
-                                                None, Tensor, arrays, start, n):
+                                                None, Tensor, arrays, start, n, snap):
                     return None
             elif kind is _SEQ:
-                if type(v) is not data or not gather(v, None, Tensor, arrays, start, n):
+                if type(v) is not data or not gather(v, None, Tensor, arrays, start, n, snap):
                     return None
             else:  # _STATIC
                 if type(v) is not type(data) or not (v == data):
@@ -181,12 +184,16 @@ class Jit:
                 self._layouts.pop(lk, None)
                 return
             kind, data, k = g
-            guards.append((kind, data, start, k))
+            guards.append((kind, data, start, k, [None] * k if kind in (_DICT, _NODE, _SEQ) else None))
             start += k
         if start != n:  # the parts do not add up to the flattened tree: keep the slow path
             self._layouts.pop(lk, None)
             return
-        self._layouts[lk] = _Layout(guards, n, key, names)
+        lay = _Layout(guards, n, key, names)
+        if lay.gather(values) is not None:  # fills the input list and the snapshots
+            self._layouts[lk] = lay
+        else:
+            self._layouts.pop(lk, None)
 
     def _run(self, key, arrays, names, values):
         outs = self._c.call(arrays, names, key, self._clone)
@@ -264,6 +271,15 @@ class Jit:
     def stats(self):
         """txc_jit_get_stats: calls, hits, misses, compile_ms, n_plans, nodes_traced/compiled..."""
         return self._c.stats()
+
+    def set_profile(self, on=True):
+        """Time every kernel launch of the following calls (txc_jit_set_profile; counts restart)."""
+        self._c.set_profile(bool(on))
+
+    @property
+    def profile(self):
+        """Kernel time per op kind while profiling: [(op, calls, ms)], most time first."""
+        return self._c.profile()
 
     @property
     def last_recompile_reason(self):
