@@ -105,6 +105,8 @@ CASES = [
     ("bmm", torch.bmm, [R(2, 3, 4), R(2, 4, 5)], "bmm.default"),
     ("matmul_bcast", torch.matmul, [R(2, 1, 3, 4), R(5, 4, 2)], None),
     ("linear", F.linear, [R(2, 3, 4), R(5, 4), R(5)], None),
+    ("layer_norm", lambda x, w, b: F.layer_norm(x, (4,), w, b), [R(2, 3, 4), R(4), R(4)], None),
+    ("layer_norm_eps", lambda x, w: F.layer_norm(x, (4,), w, None, 1e-3), [R(3, 4), R(4)], None),
     ("embedding", lambda w, i: F.embedding(i, w), [R(10, 4), I(10, 2, 3)], "embedding.default"),
     ("cat", lambda a, b: torch.cat([a, b], dim=1), [R(2, 3), R(2, 2)], "cat.default"),
     ("stack", lambda a, b: torch.stack([a, b], dim=0), [R(2, 3), R(2, 3)], "stack.default"),

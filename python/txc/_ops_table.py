@@ -6,7 +6,8 @@ its signature (txc._C.op_names()) says what each slot must be. A slot is an
 argument name of the aten schema, optionally with a converter after '|' (one
 named '@name' also sees the other bound arguments: a default that depends on
 the input's dtype), or a literal after '='. Conditions name schema arguments that must have the given
-value for the row to apply ("@bool": every tensor argument is bool); a list
+value for the row to apply ("@bool": every tensor argument is bool; "@last_dim": a
+norm's normalized_shape is the input's last dim); a list
 of rows is tried in order. When no row applies the op falls back to
 PyTorch's decomposition, as an op txc lacks does.
 
@@ -27,6 +28,7 @@ CONVERTERS = {
     "tanh": lambda v: v == "tanh",
     "scale": lambda v: float("nan") if v is None else float(v),
     "float": float,
+    "ln_eps": lambda v: 1e-5 if v is None else float(v),  # F.layer_norm's default
     "int": int,
     "one": lambda v: v if isinstance(v, int) else (v[0] if len(v) == 1 else _several(v)),
 }
@@ -130,6 +132,10 @@ FUNCTIONS = {
         "query key value attn_mask dropout_p is_causal scale enable_gqa",
         "query key value attn_mask is_causal scale|scale", {"dropout_p": 0.0}),
     "linear": ("linear", "input weight bias", "input weight bias"),
+    # GPT-2's LayerNorm: over the last dim only ("@last_dim": normalized_shape is one size); torch's
+    # decomposition of native_layer_norm needs prims::var, which txc has no row for
+    "layer_norm": ("layer_norm", "input normalized_shape weight bias eps", "input weight bias eps|ln_eps",
+                   {"@last_dim": True}),
 }
 
 # prims (what some of PyTorch's decompositions produce: torch._refs), same txc ops

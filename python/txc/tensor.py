@@ -304,6 +304,11 @@ class Environment(contextlib.ContextDecorator):
             if k == "@bool":
                 if not all(v.dtype == torch.bool for v in b.values() if isinstance(v, torch.Tensor)):
                     return False
+            elif k == "@last_dim":  # a norm over the input's last dim only
+                ns, x = b.get("normalized_shape"), b.get("input")
+                if not (isinstance(x, torch.Tensor) and ns is not None and len(ns) == 1 and x.dim() > 0
+                        and int(ns[0]) == x.shape[-1]):
+                    return False
             elif b.get(k, want) != want:
                 return False
         return True
