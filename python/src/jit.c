@@ -249,16 +249,26 @@ done:
 }
 
 /* one item of gather_elems: item must be a `cls` (txc.Tensor) whose _elem is an Array; out[k] = that.
- * With a snapshot list, an item that is the very object seen there last time is skipped (out[k]
- * still holds its array: a txc.Tensor's _elem is fixed at creation), so an unchanged weight costs
- * one pointer comparison, not a visit to the object; a new one is recorded. */
+ * With a snapshot list, an item that is the very object seen there last time, still holding the
+ * array out[k] holds, is left as it is (no type check, no list write); its _elem is read all the
+ * same, so a tensor whose contents were swapped in place (torch.utils.swap_tensors, as
+ * Module.to does for wrapper subclasses) is seen too. A new item is recorded. */
 static int gather_one(PyObject *item, PyObject *cls, PyObject *out, Py_ssize_t k, PyObject *snap, Py_ssize_t i)
 {
     static PyObject *elem_name;
-    if (snap && PyList_GET_ITEM(snap, i) == item)
-        return 1;
     if (!elem_name && !(elem_name = PyUnicode_InternFromString("_elem")))
         return -1;
+    if (snap && PyList_GET_ITEM(snap, i) == item) {
+        PyObject *e = PyObject_GetAttr(item, elem_name);
+        if (!e) {
+            PyErr_Clear();
+            return 0;
+        }
+        int same = e == PyList_GET_ITEM(out, k);
+        Py_DECREF(e);
+        if (same)
+            return 1;
+    }
     if (!PyObject_TypeCheck(item, (PyTypeObject *)cls))
         return 0; /* not a txc.Tensor */
     PyObject *e = PyObject_GetAttr(item, elem_name);

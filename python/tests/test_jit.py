@@ -117,11 +117,14 @@ def test_jit_fast_path_sees_replaced_weights_and_layout_changes(env, monkeypatch
     torch.testing.assert_close(jf(w, xx, 2.0).cpu(), x @ a2 * 2 + b)
     w["b"].add_(1.0)                           # written in place: read at the next call
     torch.testing.assert_close(jf(w, xx, 2.0).cpu(), x @ a2 * 2 + b + 1)
-    assert calls["n"] == 1 and jf.fast_calls == 3 and jf.stats["misses"] == 1
-    torch.testing.assert_close(jf(w, xx, 3.0).cpu(), x @ a2 * 3 + b + 1)   # a static changed
+    a3 = torch.randn(4, 3)
+    torch.utils.swap_tensors(w["a"], a3.to("txc"))  # same object, new array (as Module.to swaps)
+    torch.testing.assert_close(jf(w, xx, 2.0).cpu(), x @ a3 * 2 + b + 1)
+    assert calls["n"] == 1 and jf.fast_calls == 4 and jf.stats["misses"] == 1
+    torch.testing.assert_close(jf(w, xx, 3.0).cpu(), x @ a3 * 3 + b + 1)   # a static changed
     assert calls["n"] == 2 and jf.stats["misses"] == 2
     w2 = dict(w, c=torch.zeros(1).to("txc"))   # one more key: another tree
-    torch.testing.assert_close(jf(w2, xx, 3.0).cpu(), x @ a2 * 3 + b + 1)
+    torch.testing.assert_close(jf(w2, xx, 3.0).cpu(), x @ a3 * 3 + b + 1)
     assert calls["n"] == 3 and jf.stats["misses"] == 3
     with pytest.raises(TypeError, match="to\\('txc'\\)"):   # a CPU tensor where a txc one was
         jf(w, x, 3.0)

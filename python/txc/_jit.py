@@ -54,10 +54,11 @@ class _Layout:
     A later call with the same layout is checked against it argument by argument (same dict keys,
     same node context, same statics; every leaf a txc.Tensor) and its arrays gathered in C
     (gather_elems), instead of re-flattening the whole tree with key paths. The leaves are
-    compared with the previous call's (a snapshot per argument): an unchanged weight costs a
-    pointer comparison, a replaced one is picked up (weights are explicit inputs), and a
-    tensor written in place is read by the plan at its next run anyway. The input list is kept
-    between calls and updated where leaves changed."""
+    compared with the previous call's (a snapshot per argument: the tensor object and its
+    array): an unchanged weight costs two pointer comparisons, a replaced or swapped one is
+    picked up (weights are explicit inputs), and a tensor written in place is read by the plan
+    at its next run anyway. The input list is kept between calls and updated where leaves
+    changed."""
 
     __slots__ = ("guards", "n", "key", "names", "arrays")
 
