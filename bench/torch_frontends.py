@@ -238,25 +238,13 @@ def run_native(a, model, mdir, dtype, mode):
     src = ["--model", mdir] if model == "stories260k" else ["--synthetic", model]
     cmd = [txc, "bench", *src, "--dtype", dtype, "--threads", str(a.threads), "--modes", NATIVE_MODES[mode],
            "--new-tokens", str(a.tokens), "--max-cache-len", str(a.max_cache_len), "--no-compile-cache", "--json"]
-    import resource
-
-    def cpu():
-        r = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return r.ru_utime + r.ru_stime
-    # CPU per step: the CPU time of a run with 4 more tokens than --tokens, less this run's
-    c0 = cpu()
+    # (no CPU time per step: a difference of two runs' CPU times was dominated by their
+    # loads' variance, even negative)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.cell_timeout)
-    c1 = cpu()
-    cmd2 = list(cmd)
-    cmd2[cmd2.index("--new-tokens") + 1] = str(a.tokens + 4)
-    cmd2[cmd2.index("--max-cache-len") + 1] = str(a.max_cache_len + 4)
-    subprocess.run(cmd2, capture_output=True, text=True, timeout=a.cell_timeout)
-    c2 = cpu()
     try:
         row = json.loads(p.stdout)["rows"][0]
         tok_s = row["decode_tok_s_excl_compile"] if mode == "jit" else row["decode_tok_s"]
-        return {"framework": "native", "mode": mode, "ms_per_step": 1e3 / tok_s, "steps": row["new_tokens"] - 1,
-                "cpu_ms_per_step": 1e3 * ((c2 - c1) - (c1 - c0)) / 4}
+        return {"framework": "native", "mode": mode, "ms_per_step": 1e3 / tok_s, "steps": row["new_tokens"] - 1}
     except (ValueError, KeyError, IndexError, ZeroDivisionError):
         err = (p.stderr.strip().splitlines() or ["exit status %d" % p.returncode])[-1]
         return {"framework": "native", "mode": mode, "error": err[:200]}
@@ -361,7 +349,7 @@ def main():
         table.append({"model": m, "dtype": d, "mode": mode, "ms_per_step": med,
                       "runs": {fw: results.get((m, d, mode, fw), []) for fw in fws}})
     print()
-    print("CPU time per decode step (ms, all threads; median; native: the CPU time of 4 more tokens / 4):")
+    print("CPU time per decode step (ms, all threads of the Python process; median):")
     for m, _, d, mode in cells:
         vals = {}
         for fw in fws:
