@@ -124,6 +124,9 @@ txc_tensor *txc_le(txc_tensor *a, txc_tensor *b);
 txc_tensor *txc_gt(txc_tensor *a, txc_tensor *b);
 txc_tensor *txc_ge(txc_tensor *a, txc_tensor *b);
 txc_tensor *txc_logical_and(txc_tensor *a, txc_tensor *b);
+/* torch.logical_or (and `|` of bool tensors): any dtypes, nonzero is true;
+ * a bool result, broadcast as the binary ops. */
+txc_tensor *txc_logical_or(txc_tensor *a, txc_tensor *b);
 txc_tensor *txc_logical_not(txc_tensor *a);
 
 /* torch.where(cond, a, b): cond is bool; a, b promote; all broadcast. */
@@ -150,6 +153,17 @@ txc_tensor *txc_argmax_all(txc_tensor *t);
  * result in the input dtype). */
 txc_tensor *txc_softmax(txc_tensor *t, int dim);
 txc_tensor *txc_log_softmax(txc_tensor *t, int dim);
+/* torch.cumsum(t, dim, dtype): running sums along dim (negative dims count
+ * from the end; a 0-d tensor is its own sum). The result has t's shape and
+ * dtype `dtype` (any non-quantized dtype; torch's default when dtype=None is
+ * int64 for bool/int inputs, the input's own for floats: pass that).
+ * Accumulation as torch's CPU kernel
+ * (aten/src/ATen/native/cpu/ReduceOpsKernel.cpp cumsum_cpu_kernel, acc_type):
+ * double for float32, float for float16/bfloat16 (rounded per element on
+ * output), int64 for integers. Errors: TXC_ERR_INVALID for a dim out of
+ * range or a quantized input. transformers' generate() derives position_ids
+ * from the attention mask with it. */
+txc_tensor *txc_cumsum(txc_tensor *t, int dim, txc_dtype dtype);
 
 /* ---- linear algebra and nn -------------------------------------------------- */
 

@@ -28,6 +28,7 @@ typedef txc_tensor *(*f_Tiil)(txc_tensor *, int, int64_t);
 typedef txc_tensor *(*f_Tiii)(txc_tensor *, int, int64_t, int64_t);
 typedef txc_tensor *(*f_Tiiii)(txc_tensor *, int, int64_t, int64_t, int64_t);
 typedef txc_tensor *(*f_Ty)(txc_tensor *, txc_dtype);
+typedef txc_tensor *(*f_Tiy)(txc_tensor *, int, txc_dtype);
 typedef txc_tensor *(*f_TTd)(txc_tensor *, txc_tensor *, double);
 typedef txc_tensor *(*f_TDb)(txc_tensor *, int, const int *, bool);
 typedef txc_tensor *(*f_Tib)(txc_tensor *, int, bool);
@@ -71,12 +72,13 @@ static const op_row OPS[] = {
     /* comparisons, logic, selection */
     R("eq", "TT", txc_eq), R("ne", "TT", txc_ne), R("lt", "TT", txc_lt), R("le", "TT", txc_le),
     R("gt", "TT", txc_gt), R("ge", "TT", txc_ge), R("logical_and", "TT", txc_logical_and),
+    R("logical_or", "TT", txc_logical_or),
     R("logical_not", "T", txc_logical_not), R("where", "TTT", txc_where),
     R("masked_fill", "TTd", txc_masked_fill),
     /* reductions */
     R("sum", "TDb", txc_sum), R("mean", "TDb", txc_mean), R("max", "Tib", txc_max),
     R("argmax", "Tib", txc_argmax), R("max_all", "T", txc_max_all), R("argmax_all", "T", txc_argmax_all),
-    R("softmax", "Ti", txc_softmax), R("log_softmax", "Ti", txc_log_softmax),
+    R("cumsum", "Tiy", txc_cumsum), R("softmax", "Ti", txc_softmax), R("log_softmax", "Ti", txc_log_softmax),
     /* linear algebra, nn */
     R("matmul", "TT", txc_matmul), R("linear", "TTO", txc_linear), R("embedding", "TT", txc_embedding),
     R("rms_norm", "TOd", txc_rms_norm), R("layer_norm", "TOOd", txc_layer_norm),
@@ -248,6 +250,7 @@ PyObject *txcpy_call(PyObject *self, PyObject *args)
     else if (!strcmp(s, "Tiii")) r = ((f_Tiii)fn)(t[0], (int)a.i[1], a.i[2], a.i[3]);
     else if (!strcmp(s, "Tiiii")) r = ((f_Tiiii)fn)(t[0], (int)a.i[1], a.i[2], a.i[3], a.i[4]);
     else if (!strcmp(s, "Ty")) r = ((f_Ty)fn)(t[0], a.y[1]);
+    else if (!strcmp(s, "Tiy")) r = ((f_Tiy)fn)(t[0], (int)a.i[1], a.y[2]);
     else if (!strcmp(s, "TTd")) r = ((f_TTd)fn)(t[0], t[1], a.d[2]);
     else if (!strcmp(s, "TDb")) r = ((f_TDb)fn)(t[0], a.nd[1], a.dims[1], a.b[2]);
     else if (!strcmp(s, "Tib")) r = ((f_Tib)fn)(t[0], (int)a.i[1], a.b[2]);

@@ -87,3 +87,60 @@ def test_jit_constants_made_while_tracing(env):
     assert j(c).cpu().tolist() == [2, 3, 4]
     j2 = txc.jit(lambda c: torch.ones(3, device=c.device) * 5 + c)
     assert j2(c).cpu().tolist() == [7.0, 7.0, 7.0]
+
+
+def test_jit_fast_path_sees_replaced_weights_and_layout_changes(env, monkeypatch):
+    """After the first call of a layout the inputs are gathered without re-flattening the tree
+    (txc.jit's _Layout); a weight replaced in the dict, a weight written in place, a new dict
+    key, a changed static, are each still seen, as explicit inputs under JAX's semantics."""
+    calls = {"n": 0}
+    real = torch.utils._pytree.tree_flatten_with_path
+
+    def counting(*a, **k):
+        calls["n"] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(torch.utils._pytree, "tree_flatten_with_path", counting)
+
+    def f(w, x, scale):
+        return x @ w["a"] * scale + w["b"]
+
+    a, b, x = torch.randn(4, 3), torch.randn(3), torch.randn(2, 4)
+    w = {"a": a.to("txc"), "b": b.to("txc")}
+    jf = txc.jit(f)
+    xx = x.to("txc")
+    torch.testing.assert_close(jf(w, xx, 2.0).cpu(), x @ a * 2 + b)
+    torch.testing.assert_close(jf(w, xx, 2.0).cpu(), x @ a * 2 + b)
+    assert calls["n"] == 1 and jf.fast_calls == 1
+    a2 = torch.randn(4, 3)
+    w["a"] = a2.to("txc")                      # replaced: the new tensor is the input
+    torch.testing.assert_close(jf(w, xx, 2.0).cpu(), x @ a2 * 2 + b)
+    w["b"].add_(1.0)                           # written in place: read at the next call
+    torch.testing.assert_close(jf(w, xx, 2.0).cpu(), x @ a2 * 2 + b + 1)
+    a3 = torch.randn(4, 3)
+    torch.utils.swap_tensors(w["a"], a3.to("txc"))  # same object, new array (as Module.to swaps)
+    torch.testing.assert_close(jf(w, xx, 2.0).cpu(), x @ a3 * 2 + b + 1)
+    assert calls["n"] == 1 and jf.fast_calls == 4 and jf.stats["misses"] == 1
+    torch.testing.assert_close(jf(w, xx, 3.0).cpu(), x @ a3 * 3 + b + 1)   # a static changed
+    assert calls["n"] == 2 and jf.stats["misses"] == 2
+    w2 = dict(w, c=torch.zeros(1).to("txc"))   # one more key: another tree
+    torch.testing.assert_close(jf(w2, xx, 3.0).cpu(), x @ a3 * 3 + b + 1)
+    assert calls["n"] == 3 and jf.stats["misses"] == 3
+    with pytest.raises(TypeError, match="to\\('txc'\\)"):   # a CPU tensor where a txc one was
+        jf(w, x, 3.0)
+
+
+def test_jit_returns_the_donated_input_itself(env):
+    """An output that is an input written in place is not copied: the caller's own tensor comes
+    back (and a pytree argument returned whole is the caller's object)."""
+    def step(state, v):
+        state["k"].index_copy_(0, v[1], v[0])
+        return v[0].sum(), state, state["k"]
+
+    k = torch.zeros(4, 2).to("txc")
+    state = {"k": k}
+    js = txc.jit(step)
+    for i in range(2):
+        total, st, kk = js(state, (torch.full((1, 2), float(i + 1)).to("txc"), torch.tensor([i]).to("txc")))
+    assert st is state and kk is k
+    assert k.cpu()[:2].tolist() == [[1.0, 1.0], [2.0, 2.0]] and total.item() == 4.0

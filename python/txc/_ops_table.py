@@ -3,9 +3,11 @@
 Each row: aten overload name -> (txc op frontend, argument slots[, conditions]).
 The txc op is a frontend of include/txc/ops.h, called through txc._C.call;
 its signature (txc._C.op_names()) says what each slot must be. A slot is an
-argument name of the aten schema, optionally with a converter after '|', or a
-literal after '='. Conditions name schema arguments that must have the given
-value for the row to apply ("@bool": every tensor argument is bool); a list
+argument name of the aten schema, optionally with a converter after '|' (one
+named '@name' also sees the other bound arguments: a default that depends on
+the input's dtype), or a literal after '='. Conditions name schema arguments that must have the given
+value for the row to apply ("@bool": every tensor argument is bool; "@last_dim": a
+norm's normalized_shape is the input's last dim); a list
 of rows is tried in order. When no row applies the op falls back to
 PyTorch's decomposition, as an op txc lacks does.
 
@@ -26,8 +28,17 @@ CONVERTERS = {
     "tanh": lambda v: v == "tanh",
     "scale": lambda v: float("nan") if v is None else float(v),
     "float": float,
+    "ln_eps": lambda v: 1e-5 if v is None else float(v),  # F.layer_norm's default
     "int": int,
     "one": lambda v: v if isinstance(v, int) else (v[0] if len(v) == 1 else _several(v)),
+}
+
+
+# converters of the form '@name': they see the bound arguments too (f(value, bound))
+BOUND_CONVERTERS = {
+    # torch.cumsum / torch.sum's dtype=None: int64 for bool and integer inputs, else the input's
+    "sum_dtype": lambda v, b: v if v is not None else (
+        b["self"].dtype if b["self"].dtype.is_floating_point else __import__("torch").int64),
 }
 
 
@@ -107,6 +118,9 @@ for _n in _COMPARE:
     ATEN[_n + ".Tensor"] = (_n, "self other")
     ATEN[_n + ".Scalar"] = (_n, "self other")
 ATEN["bitwise_and.Tensor"] = ("logical_and", "self other", {"@bool": True})
+ATEN["bitwise_or.Tensor"] = ("logical_or", "self other", {"@bool": True})
+ATEN["logical_or.default"] = ("logical_or", "self other")
+ATEN["cumsum.default"] = ("cumsum", "self dim dtype|@sum_dtype")
 ATEN["bitwise_not.default"] = ("logical_not", "self", {"@bool": True})
 
 # torch functions intercepted before they reach aten (the TorchFunctionMode):
@@ -118,6 +132,10 @@ FUNCTIONS = {
         "query key value attn_mask dropout_p is_causal scale enable_gqa",
         "query key value attn_mask is_causal scale|scale", {"dropout_p": 0.0}),
     "linear": ("linear", "input weight bias", "input weight bias"),
+    # GPT-2's LayerNorm: over the last dim only ("@last_dim": normalized_shape is one size); torch's
+    # decomposition of native_layer_norm needs prims::var, which txc has no row for
+    "layer_norm": ("layer_norm", "input normalized_shape weight bias eps", "input weight bias eps|ln_eps",
+                   {"@last_dim": True}),
 }
 
 # prims (what some of PyTorch's decompositions produce: torch._refs), same txc ops

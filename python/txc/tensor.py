@@ -17,6 +17,7 @@ import threading
 
 import torch
 import torch.nn.functional as F
+import torch.utils.dlpack
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -156,8 +157,8 @@ _LIKE = {"empty_like.default", "zeros_like.default", "ones_like.default", "full_
 def _is_txc_device(dev):
     if dev is None:
         return False
-    if isinstance(dev, str):
-        dev = torch.device(dev)
+    if isinstance(dev, str):  # 'txc', 'txc:0' (without building a torch.device)
+        return dev.partition(":")[0] in (DEVICE_NAME, "txc", "privateuseone", "meta")
     return dev.type in (DEVICE_NAME, "txc", "privateuseone", "meta")
 
 
@@ -202,10 +203,14 @@ class Environment(contextlib.ContextDecorator):
             raise TypeError(f"txc has no dtype {t.dtype}")
         src = t.detach()
         with _no_modes():
-            if dtype is not None and dtype != src.dtype:
-                src = src.to(dtype)
-            arr = _C.from_dlpack(src.contiguous(), self._c, True)
-        return Tensor(arr, self)
+            return self._to_txc_plain(src, dtype)
+
+    def _to_txc_plain(self, src, dtype=None):
+        """to_txc with the torch modes already off: the copy through torch's C DLPack export (its
+        capsule, not Tensor.__dlpack__'s Python checks)."""
+        if dtype is not None and dtype != src.dtype:
+            src = src.to(dtype)
+        return Tensor(_C.from_dlpack(_to_dlpack(src.contiguous()), self._c, True), self)
 
     def to_torch(self, t, dtype=None):
         """A txc.Tensor copied back into a CPU torch tensor (`tensor.to('cpu')`)."""
@@ -279,7 +284,9 @@ class Environment(contextlib.ContextDecorator):
             else:
                 nm, _, conv = slot.partition("|")
                 v = b.get(nm)
-                if conv:
+                if conv.startswith("@"):
+                    v = _ops_table.BOUND_CONVERTERS[conv[1:]](v, b)
+                elif conv:
                     v = _ops_table.CONVERTERS[conv](v)
             s = sig[k]
             if s in "TO":
@@ -296,6 +303,11 @@ class Environment(contextlib.ContextDecorator):
         for k, want in conds.items():
             if k == "@bool":
                 if not all(v.dtype == torch.bool for v in b.values() if isinstance(v, torch.Tensor)):
+                    return False
+            elif k == "@last_dim":  # a norm over the input's last dim only
+                ns, x = b.get("normalized_shape"), b.get("input")
+                if not (isinstance(x, torch.Tensor) and ns is not None and len(ns) == 1 and x.dim() > 0
+                        and int(ns[0]) == x.shape[-1]):
                     return False
             elif b.get(k, want) != want:
                 return False
@@ -474,7 +486,9 @@ class Environment(contextlib.ContextDecorator):
             kw["device"] = "cpu"
             with _no_modes():
                 cpu = func(*args, **kw)
-            return self.to_txc(cpu)
+                if cpu.dtype not in _T2X:
+                    raise TypeError(f"txc has no dtype {cpu.dtype}")
+                return self._to_txc_plain(cpu)
         return NotImplemented
 
     def _tensor_to(self, args, kwargs):
@@ -512,6 +526,7 @@ class AccuracyError(AssertionError):
 
 
 _NODEFAULT = object()
+_to_dlpack = torch.utils.dlpack.to_dlpack
 _C_SIGS = _C.op_names()
 
 
@@ -549,11 +564,21 @@ def _decomposition(func):
     return _DECOMP[0].get(func) or _DECOMP[1].get(func)
 
 
-@contextlib.contextmanager
-def _no_modes():
-    from torch.utils._python_dispatch import _disable_current_modes
-    with _disable_current_modes(), torch._C.DisableTorchFunction():
-        yield
+class _no_modes:
+    """Torch's dispatch and function modes off (the txc ones included) inside the block."""
+    __slots__ = ("_d", "_f")
+
+    def __enter__(self):
+        from torch.utils._python_dispatch import _disable_current_modes
+        self._d = _disable_current_modes()
+        self._d.__enter__()
+        self._f = torch._C.DisableTorchFunction()
+        self._f.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._f.__exit__(*exc)
+        return self._d.__exit__(*exc)
 
 
 # ---- generic handlers for ops whose result is not one txc call ----------------

@@ -284,6 +284,7 @@ BINARY(txc_le, TXC_OP_LE)
 BINARY(txc_gt, TXC_OP_GT)
 BINARY(txc_ge, TXC_OP_GE)
 BINARY(txc_logical_and, TXC_OP_LOGICAL_AND)
+BINARY(txc_logical_or, TXC_OP_LOGICAL_OR)
 BINARY_SCALAR(txc_add_scalar, TXC_OP_ADD)
 BINARY_SCALAR(txc_sub_scalar, TXC_OP_SUB)
 BINARY_SCALAR(txc_mul_scalar, TXC_OP_MUL)
@@ -382,6 +383,15 @@ txc_tensor *txc_log_softmax(txc_tensor *t, int dim)
 {
     txc_op_attrs a = reduce_attrs(1, &dim, false);
     CALL(TXC_OP_LOG_SOFTMAX, t);
+}
+
+txc_tensor *txc_cumsum(txc_tensor *t, int dim, txc_dtype dtype)
+{
+    txc_op_attrs a = {0};
+    a.n_ints = 1;
+    a.ints[0] = dim;
+    a.dtype = dtype;
+    CALL(TXC_OP_CUMSUM, t);
 }
 
 /* ---- linear algebra and nn ------------------------------------------------------ */

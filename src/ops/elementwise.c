@@ -701,6 +701,7 @@ static void k_logical(const void *ctx, int64_t n, void *out, const void *const *
 {
     switch (((const ew_op *)ctx)->op) {
     case TXC_OP_LOGICAL_AND: BIN_LOOP(uint8_t, uint8_t, x && y); break;
+    case TXC_OP_LOGICAL_OR: BIN_LOOP(uint8_t, uint8_t, x || y); break;
     case TXC_OP_LOGICAL_NOT: UN_LOOP(uint8_t, uint8_t, !x); break;
     default: break;
     }
@@ -836,13 +837,13 @@ static txc_status bin_plan_make(txc_op_id op, txc_tensor *const *in, int n_in, c
             return txc_error(TXC_ERR_INVALID, "%s: exponent %g cannot be converted to %s without overflow", name, s,
                              txc_dtype_name(p->common));
     }
-    if (op == TXC_OP_LOGICAL_AND)
+    if (op == TXC_OP_LOGICAL_AND || op == TXC_OP_LOGICAL_OR)
         p->ct = TXC_BOOL;
     else if (fl || op == TXC_OP_DIV)
         p->ct = TXC_F32;
     else
         p->ct = TXC_I64;
-    if (is_compare(op) || op == TXC_OP_LOGICAL_AND) {
+    if (is_compare(op) || op == TXC_OP_LOGICAL_AND || op == TXC_OP_LOGICAL_OR) {
         p->out = p->out_ct = TXC_BOOL;
     } else {
         p->out = (op == TXC_OP_DIV && !fl) ? TXC_F32 : p->common;
@@ -1061,6 +1062,7 @@ EW_DEF(binary, LE)
 EW_DEF(binary, GT)
 EW_DEF(binary, GE)
 EW_DEF(binary, LOGICAL_AND)
+EW_DEF(binary, LOGICAL_OR)
 EW_DEF(unary, NEG)
 EW_DEF(unary, ABS)
 EW_DEF(unary, EXP)
@@ -1081,7 +1083,7 @@ EW_DEF(unary, LOGICAL_NOT)
 void txc_ops_register_elementwise(txc_op_def *t)
 {
     REG(ADD); REG(SUB); REG(MUL); REG(DIV); REG(POW); REG(MAXIMUM); REG(MINIMUM); REG(RSUB);
-    REG(EQ); REG(NE); REG(LT); REG(LE); REG(GT); REG(GE); REG(LOGICAL_AND);
+    REG(EQ); REG(NE); REG(LT); REG(LE); REG(GT); REG(GE); REG(LOGICAL_AND); REG(LOGICAL_OR);
     REG(NEG); REG(ABS); REG(EXP); REG(LOG); REG(SQRT); REG(RSQRT); REG(SIN); REG(COS); REG(TANH);
     REG(SIGMOID); REG(SILU); REG(GELU); REG(RELU); REG(LOGICAL_NOT);
     t[TXC_OP_WHERE] = (txc_op_def){.infer = infer_where, .cpu = cpu_where};

@@ -24,6 +24,7 @@ static const char *const op_names[] = {
     "txc::rng_uniform", "txc::rng_advance", "txc::sample",
     "_c10d_functional::all_reduce", "_c10d_functional::all_gather_into_tensor",
     "_c10d_functional::reduce_scatter_tensor", "_c10d_functional::broadcast", "txc::vocab_parallel_embedding",
+    "aten::logical_or", "aten::cumsum",
 };
 _Static_assert(sizeof op_names / sizeof op_names[0] == TXC_OP_COUNT,
                "every op needs a name: update op_names with txc_op_id");
@@ -41,6 +42,7 @@ static void init_table(void)
     txc_ops_register_attention(table);
     txc_ops_register_sample(table);
     txc_ops_register_collective(table);
+    txc_ops_register_scan(table);
     for (int i = 0; i < TXC_OP_COUNT; i++)
         table[i].name = op_names[i];
 }

@@ -52,6 +52,9 @@ typedef enum txc_op_id {
     /* collectives (collective.c; attrs.ints = {group, group size, dim or root}) */
     TXC_OP_ALL_REDUCE, TXC_OP_ALL_GATHER, TXC_OP_REDUCE_SCATTER, TXC_OP_BROADCAST,
     TXC_OP_VOCAB_EMBEDDING,
+    /* added later, at the end so that earlier ids keep their numbers */
+    TXC_OP_LOGICAL_OR, /* elementwise.c */
+    TXC_OP_CUMSUM,     /* scan.c: attrs.ints[0] = dim, attrs.dtype = the result's */
     TXC_OP_COUNT
 } txc_op_id;
 
@@ -136,6 +139,7 @@ void txc_ops_register_nn(txc_op_def *table);
 void txc_ops_register_attention(txc_op_def *table);
 void txc_ops_register_sample(txc_op_def *table);
 void txc_ops_register_collective(txc_op_def *table);
+void txc_ops_register_scan(txc_op_def *table);
 
 /* ---- helpers for inference and kernels (ops/util.c) --------------------- */
 

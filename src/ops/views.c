@@ -13,6 +13,11 @@ static bool compute_view_strides(const txc_tensor *t, int ndim, const int64_t *s
         txc_impl_contiguous_strides(ndim, shape, strides);
         return true;
     }
+    if (t->ndim == 0) { /* one element: any shape of numel 1 (computeStride: oldshape.empty()) */
+        for (int d = 0; d < ndim; d++)
+            strides[d] = 1;
+        return true;
+    }
     int view_d = ndim - 1;
     int64_t chunk_base_stride = t->ndim ? t->strides[t->ndim - 1] : 1;
     int64_t tensor_numel = 1, view_numel = 1;
