@@ -137,8 +137,8 @@ else
   bad "--profile --json: rc $rc $(cat "$tmp/prof")"
 fi
 # --profile's prefill step (one call for a 40-token prompt, padded to the bucket of 64 rows): by op,
-# and its GEMMs by shape (q and o: 64 x 64 x 64, 2 per layer, 10 calls; the head once for the last
-# row: 1 x 512 x 64).
+# and its GEMMs by shape (q/k/v as a group of 3 linears of 64 x (64+32+32) x 64 per layer, 5 calls;
+# the head once for the last row: 1 x 512 x 64).
 "$TXC" bench --synthetic stories260k --new-tokens 4 --prompt-tokens 40 --max-cache-len 100 --modes eager-static,jit-static --profile \
   --json >"$tmp/pprof" 2>&1
 rc=$?
@@ -157,15 +157,15 @@ assert sum(e["share"] for e in p) <= 1.001 and sum(e["share"] for e in g) <= 1.0
 calls = {e["op"]: e["calls"] for e in p}
 assert calls.get("txc::causal_attention") == 5, p
 shapes = {(e["op"], e["M"], e["N"], e["K"], e["parts"]): e for e in g}
-qo = shapes.get(("aten::linear", 64, 64, 64, 1))
-assert qo and qo["calls"] == 10, g
+qkv = shapes.get(("linear group", 64, 128, 64, 3))
+assert qkv and qkv["calls"] == 5, g
 head = shapes.get(("aten::linear", 1, 512, 64, 1))
 assert head and head["calls"] == 1, g
 assert all(e["gflops"] >= 0 and (e["peak_fraction"] is None or e["peak_fraction"] >= 0) for e in g), g
 assert len(r["decode_profile_gemm"]) > 0, r
 PY
 then
-  ok "--profile --json: the prefill step by op and its GEMMs by shape (64 rows, the head's one row)"
+  ok "--profile --json: the prefill step by op and its GEMMs by shape (a 3-linear group of 64 rows, the head's one row)"
 else
   bad "--profile --json prefill: rc $rc $(cat "$tmp/pprof")"
 fi
@@ -173,7 +173,7 @@ fi
 grep -qE "^jit-static decode step, kernel time by op \([0-9.]+ ms over 7 steps; the [1-8] largest\): [a-z]" "$tmp/prof" \
   && grep -qE "^jit-static prefill step, kernel time by op \([0-9.]+ ms over 1 call for 8 prompt tokens; the [1-8] largest\): [a-z]" "$tmp/prof" \
   && grep -qE "^jit-static prefill step, GEMM kernel time by shape M x N x K \([0-9.]+ ms, [0-9.]+% of the step's; the [0-9]+ largest\):" "$tmp/prof" \
-  && grep -qE "^  aten::linear +8x64x64 +10 calls +[0-9.]+ ms +[0-9.]+% +[0-9.]+ GFLOP/s \([0-9.]+ of peak\)$" "$tmp/prof" \
+  && grep -qE "^  linear group +8x128x64 +5 calls +[0-9.]+ ms +[0-9.]+% +[0-9.]+ GFLOP/s \([0-9.]+ of peak\), 3 linears" "$tmp/prof" \
   && ok "--profile table lines (prefill and decode)" || bad "--profile table: $(cat "$tmp/prof")"
 # --membw with the copied weights: the read bandwidth, the fresh-memory copy reference, each row's fraction
 # (1 GiB buffers: a few seconds).

@@ -307,7 +307,9 @@ static txc_graph *trace(txc_jit *jit, txc_tensor *const *in, int n, const void *
  * Consecutive kernel nodes that are aten::linear of one input value (the
  * q/k/v projections, gate/up) run as one group: txc_ops_linear_group
  * splits all their weight rows across the threads at once, so the threads
- * meet once instead of once per projection. Running a later member early
+ * meet once instead of once per projection (one row: the grouped GEMV;
+ * prefill rows without AVX-512 and AMX: the packed GEMM, A packed once;
+ * otherwise each linear alone). Running a later member early
  * is safe when its output shares no arena bytes with another member's
  * output or with any member's input: nothing else runs in between. */
 
@@ -355,21 +357,13 @@ static bool joins(const txc_graph *g, const int *mem, int k, const txc_node *m)
     return true;
 }
 
-/* One row of input: the GEMV a group runs as one job (prefill's GEMMs are
- * split by columns already, one meeting of the threads each). */
-static bool single_row(const txc_graph *g, int v)
-{
-    const txc_value *x = &g->values[v];
-    return x->ndim > 0 && txc_shape_numel(x->ndim, x->shape) == x->shape[x->ndim - 1];
-}
-
 static void find_groups(txc_plan *p)
 {
     const txc_graph *g = p->graph;
     for (int e = 0; e < p->n_exec;) {
         const txc_node *n = &g->nodes[p->exec[e]];
         int k = 1;
-        if (n->op == TXC_OP_LINEAR && !n->fused && !(n->attrs.flags & TXC_ATTR_RESIDUAL) && single_row(g, n->in[0]) &&
+        if (n->op == TXC_OP_LINEAR && !n->fused && !(n->attrs.flags & TXC_ATTR_RESIDUAL) &&
             arena_range(g, n->out, &(int64_t){0}, &(int64_t){0}))
             while (e + k < p->n_exec && joins(g, &p->exec[e], k, &g->nodes[p->exec[e + k]]))
                 k++;
