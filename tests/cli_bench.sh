@@ -136,9 +136,45 @@ then
 else
   bad "--profile --json: rc $rc $(cat "$tmp/prof")"
 fi
+# --profile's prefill step (one call for a 40-token prompt, padded to the bucket of 64 rows): by op,
+# and its GEMMs by shape (q/k/v as a group of 3 linears of 64 x (64+32+32) x 64 per layer, 5 calls;
+# the head once for the last row: 1 x 512 x 64).
+"$TXC" bench --synthetic stories260k --new-tokens 4 --prompt-tokens 40 --max-cache-len 100 --modes eager-static,jit-static --profile \
+  --json >"$tmp/pprof" 2>&1
+rc=$?
+if ! command -v python3 >/dev/null; then
+  ok "--profile prefill check skipped (no python3)"
+elif [ $rc -eq 0 ] && python3 - "$tmp/pprof" <<'PY'
+import json, sys
+rows = {r["mode"]: r for r in json.load(open(sys.argv[1]))["rows"]}
+assert "prefill_profile" not in rows["eager-static"] and "prefill_profile_gemm" not in rows["eager-static"]
+r = rows["jit-static"]
+p, g = r["prefill_profile"], r["prefill_profile_gemm"]
+assert 0 < len(p) <= 8 and 0 < len(g) <= 12, (p, g)
+assert [e["ms"] for e in p] == sorted((e["ms"] for e in p), reverse=True), p
+assert [e["ms"] for e in g] == sorted((e["ms"] for e in g), reverse=True), g
+assert sum(e["share"] for e in p) <= 1.001 and sum(e["share"] for e in g) <= 1.001, (p, g)
+calls = {e["op"]: e["calls"] for e in p}
+assert calls.get("txc::causal_attention") == 5, p
+shapes = {(e["op"], e["M"], e["N"], e["K"], e["parts"]): e for e in g}
+qkv = shapes.get(("linear group", 64, 128, 64, 3))
+assert qkv and qkv["calls"] == 5, g
+head = shapes.get(("aten::linear", 1, 512, 64, 1))
+assert head and head["calls"] == 1, g
+assert all(e["gflops"] >= 0 and (e["peak_fraction"] is None or e["peak_fraction"] >= 0) for e in g), g
+assert len(r["decode_profile_gemm"]) > 0, r
+PY
+then
+  ok "--profile --json: the prefill step by op and its GEMMs by shape (a 3-linear group of 64 rows, the head's one row)"
+else
+  bad "--profile --json prefill: rc $rc $(cat "$tmp/pprof")"
+fi
 "$TXC" bench --synthetic stories260k --new-tokens 8 --modes jit-static --profile >"$tmp/prof" 2>&1
 grep -qE "^jit-static decode step, kernel time by op \([0-9.]+ ms over 7 steps; the [1-8] largest\): [a-z]" "$tmp/prof" \
-  && ok "--profile table line" || bad "--profile table: $(cat "$tmp/prof")"
+  && grep -qE "^jit-static prefill step, kernel time by op \([0-9.]+ ms over 1 call for 8 prompt tokens; the [1-8] largest\): [a-z]" "$tmp/prof" \
+  && grep -qE "^jit-static prefill step, GEMM kernel time by shape M x N x K \([0-9.]+ ms, [0-9.]+% of the step's; the [0-9]+ largest\):" "$tmp/prof" \
+  && grep -qE "^  linear group +8x128x64 +5 calls +[0-9.]+ ms +[0-9.]+% +[0-9.]+ GFLOP/s \([0-9.]+ of peak\), 3 linears" "$tmp/prof" \
+  && ok "--profile table lines (prefill and decode)" || bad "--profile table: $(cat "$tmp/prof")"
 # --membw with the copied weights: the read bandwidth, the fresh-memory copy reference, each row's fraction
 # (1 GiB buffers: a few seconds).
 "$TXC" bench --model "$MODEL" --no-mmap --modes jit-static --new-tokens 4 --membw --json >"$tmp/bw" 2>&1

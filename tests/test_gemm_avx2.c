@@ -8,7 +8,10 @@
  *   entries outside the M x N block untouched;
  * - a row alone (M = 1) has the bits it has inside any M;
  * - txc_kern_gemm_nt at SIMD level 1 with M above the row-invariance bound
- *   runs it: the same bits on 1, 2 and 3 threads;
+ *   runs it: the same bits on 1, 2 and 3 threads, also at prefill shapes
+ *   (M = 128: 6- and 4-row tiles; A packed by the threads);
+ * - the group of sibling GEMMs on one A (txc_kern_gemm_nt_avx2_packed_group):
+ *   each part the chain's bits on 1-3 threads;
  * - within the documented bound of a double reference:
  *   |C - exact| <= γ(K-1) sum_k |A_ik B_jk|, γ(n) = n 2^-24 / (1 - n 2^-24);
  * - not run (false) at SIMD level 0, for other dtypes, or for empty shapes.
@@ -133,10 +136,11 @@ static void test_bits_fma_chain(void **state)
         return;
     assert_int_equal(txc_threads_set(1), TXC_OK);
     txc_kern_set_simd_level(1);
-    /* Edges of every loop: M around the 6-row tile, N around the 16-column
+    /* Edges of every loop: M around the 6-row and 4-row tiles (the row plan
+     * of gemm_avx2.c: 7 = 4 + 3, 8 = 4 + 4, 9 = 6 + 3, 14 = 6 + 4 + 4), N around the 16-column
      * tile and the 8-column halves of the B panel, K around the 4-step
      * unroll, the 8-k transposes and the 256-k blocks. */
-    const int64_t Ms[] = {1, 2, 5, 6, 7, 12, 13, 33};
+    const int64_t Ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 33};
     const int64_t Ns[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 33};
     const int64_t Ks[] = {1, 3, 4, 7, 8, 9, 17, 255, 256, 257, 600};
     for (size_t mi = 0; mi < sizeof Ms / sizeof *Ms; mi++)
@@ -210,6 +214,94 @@ static void test_dispatch_threads(void **state)
     txc_threads_set(0);
 }
 
+/* Prefill shapes on 1-3 threads: the A panels packed by the threads in
+ * parallel (M x K above the serial bound), M = 128 in 20 6-row and 2 4-row
+ * tiles; the chain's bits. */
+static void test_prefill_threads(void **state)
+{
+    (void)state;
+    if (!simd_ok())
+        return;
+    txc_kern_set_simd_level(1);
+    const int64_t shapes[][3] = {{128, 160, 896}, {130, 33, 520}};
+    for (size_t s = 0; s < 2; s++) {
+        problem p;
+        make(&p, shapes[s][0], shapes[s][1], shapes[s][2], 1, 0, 2);
+        for (size_t d = 0; d < 3; d++) {
+            const void *B = bdata(&p, dts[d]);
+            reference(&p, dts[d]);
+            for (int th = 1; th <= 3; th++) {
+                assert_int_equal(txc_threads_set(th), TXC_OK);
+                memset(p.C, 0x7f, sizeof(float) * (size_t)(p.M * p.ldc));
+                assert_true(txc_kern_gemm_nt_avx2_packed(p.M, p.N, p.K, p.A, p.lda, B, dts[d], p.ldb, p.C, p.ldc));
+                expect_equal(&p, dts[d], th == 1 ? "1 thread" : th == 2 ? "2 threads" : "3 threads");
+            }
+        }
+        drop(&p);
+    }
+    txc_kern_set_simd_level(-1);
+    txc_threads_set(0);
+}
+
+/* The group of sibling GEMMs on one A: each part's C has the bits of the
+ * chain (so of the part alone), on 1-3 threads, parts of N not a multiple
+ * of 16 side by side in the joint column space. */
+static void test_group(void **state)
+{
+    (void)state;
+    if (!simd_ok())
+        return;
+    txc_kern_set_simd_level(1);
+    const int64_t Ms[] = {39, 128, 7};
+    const int64_t Np[] = {45, 16, 7, 1}; /* B's rows [0, 45), [45, 61), [61, 68), [68, 69) */
+    for (size_t mi = 0; mi < 3; mi++) {
+        problem p;
+        make(&p, Ms[mi], 69, mi == 1 ? 896 : 300, 2, 3, 0);
+        float *C[4];
+        for (int q = 0; q < 4; q++)
+            assert_non_null(C[q] = malloc(sizeof(float) * (size_t)(p.M * Np[q])));
+        for (size_t d = 0; d < 3; d++) {
+            const char *B = bdata(&p, dts[d]);
+            reference(&p, dts[d]);
+            for (int th = 1; th <= 3; th++) {
+                assert_int_equal(txc_threads_set(th), TXC_OK);
+                txc_gemv_part parts[4];
+                int64_t row = 0;
+                for (int q = 0; q < 4; q++) {
+                    memset(C[q], 0x7f, sizeof(float) * (size_t)(p.M * Np[q]));
+                    parts[q] = (txc_gemv_part){B + (size_t)(row * p.ldb) * txc_dtype_size(dts[d]), dts[d], Np[q],
+                                               p.ldb, C[q]};
+                    row += Np[q];
+                }
+                assert_true(txc_kern_gemm_nt_avx2_packed_group(4, parts, p.M, p.K, p.A, p.lda));
+                row = 0;
+                for (int q = 0; q < 4; q++) {
+                    for (int64_t i = 0; i < p.M; i++)
+                        for (int64_t j = 0; j < Np[q]; j++) {
+                            float c = C[q][i * Np[q] + j], r = p.R[i * p.ldc + row + j];
+                            if (memcmp(&c, &r, sizeof c) != 0)
+                                fail_msg("group %s M %lld K %lld %d threads: part %d C[%lld,%lld] = %.9g, expected %.9g",
+                                         txc_dtype_name(dts[d]), (long long)p.M, (long long)p.K, th, q, (long long)i,
+                                         (long long)j, c, r);
+                        }
+                    row += Np[q];
+                }
+            }
+        }
+        for (int q = 0; q < 4; q++)
+            free(C[q]);
+        drop(&p);
+    }
+    txc_gemv_part one = {NULL, TXC_BF16, 1, 1, NULL};
+    float a = 1;
+    assert_false(txc_kern_gemm_nt_avx2_packed_group(0, &one, 1, 1, &a, 1));
+    assert_false(txc_kern_gemm_nt_avx2_packed_group(TXC_PACKED_GROUP_MAX + 1, &one, 1, 1, &a, 1));
+    one.bdt = TXC_I32;
+    assert_false(txc_kern_gemm_nt_avx2_packed_group(1, &one, 1, 1, &a, 1));
+    txc_kern_set_simd_level(-1);
+    txc_threads_set(0);
+}
+
 /* Against a double-precision sum: the bound of kernels.h. */
 static void test_error_bound(void **state)
 {
@@ -274,7 +366,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bits_fma_chain),  cmocka_unit_test(test_row_alone),
-        cmocka_unit_test(test_dispatch_threads), cmocka_unit_test(test_error_bound),
+        cmocka_unit_test(test_dispatch_threads), cmocka_unit_test(test_prefill_threads),
+        cmocka_unit_test(test_group),            cmocka_unit_test(test_error_bound),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

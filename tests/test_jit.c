@@ -371,8 +371,9 @@ static void test_model_step(void **state)
     txc_model_free(m);
 }
 
-/* Sibling linears: q/k/v on one input run as one grouped GEMV in the plan,
- * bit-identical to eager. in: x (1, 1, K), wq f32, wk bf16 + bias, wbig
+/* Sibling linears: q/k/v on one input run as one group in the plan (one
+ * row: the grouped GEMV; 40 rows at SIMD level 1: the packed GEMM with A
+ * packed once), bit-identical to eager. in: x (1, L, K), wq f32, wk bf16 + bias, wbig
  * bf16 (v is a narrow of it, as Phi-3's fused qkv_proj), wu, wg, wh. */
 static txc_tensor *siblings_eager(txc_tensor *const *in, txc_tensor **out)
 {
@@ -410,14 +411,15 @@ static void test_sibling_linears(void **state)
     int threads = txc_threads_get();
     const int64_t K = 200; /* not a multiple of 32: the GEMV's tail */
     const int levels = txc_kern_simd_level() + 1;
-    for (int c = 0; c < 3 * levels; c++) {
-        /* every SIMD level (their row tiles differ) at 1-3 threads */
+    for (int c = 0; c < 6 * levels; c++) {
+        /* every SIMD level (their row tiles differ) at 1-3 threads, one row and 40 */
         int t = 1 + c % 3;
-        txc_kern_set_simd_level(c / 3);
+        const int64_t L = (c / 3) % 2 ? 40 : 1;
+        txc_kern_set_simd_level(c / 6);
         assert_int_equal(txc_threads_set(t), TXC_OK);
         int mark = txc_env_scope_begin(env);
         txc_tensor *in[8] = {
-            make(3, (int64_t[]){1, 1, K}, 0.1f),
+            make(3, (int64_t[]){1, L, K}, 0.1f),
             make(2, (int64_t[]){301, K}, 0.2f),
             txc_to_dtype(make(2, (int64_t[]){70, K}, 0.3f), TXC_BF16),
             make(1, (int64_t[]){70}, 0.4f),

@@ -19,6 +19,7 @@
 #include "jit/trace.h"
 #include "txc/jit.h"
 #include "txc/ops.h"
+#include "txc/threads.h"
 
 #define SHAPE(...) (int64_t[]){__VA_ARGS__}
 #define MAX_IO 64
@@ -596,6 +597,43 @@ static void test_fuse_rope_noncontiguous(void **state)
     txc_graph_free(g);
 }
 
+/* Fused programs over 156,000 elements (above the threads' bound of
+ * fusion.c): the same bits on 1 and 3 threads as eager, with direct,
+ * broadcast and gathered (transposed) inputs. */
+static int in_big(txc_tensor **in)
+{
+    setup_rng();
+    in[0] = rand_tensor(3, SHAPE(2, 130, 600));
+    in[1] = rand_tensor(3, SHAPE(2, 130, 600));
+    in[2] = rand_tensor(1, SHAPE(600));
+    txc_tensor *base = rand_tensor(3, SHAPE(2, 600, 130));
+    in[3] = txc_transpose(base, 1, 2); /* (2, 130, 600), strided */
+    txc_tensor_release(base);
+    return 4;
+}
+
+static void fn_big(txc_tensor *const *in, txc_tensor **out, int *n)
+{
+    out[0] = txc_mul(txc_silu(in[0]), in[1]);                     /* SwiGLU's silu(gate) * up */
+    out[1] = txc_add(txc_mul(in[3], in[2]), txc_exp(in[0]));      /* gathered and broadcast inputs */
+    *n = 2;
+}
+
+static void test_fuse_threads(void **state)
+{
+    (void)state;
+    int threads = txc_threads_get();
+    for (int t = 1; t <= 3; t += 2) {
+        assert_int_equal(txc_threads_set(t), TXC_OK);
+        int c;
+        txc_graph *g = check_passes(fn_big, in_big, P_FUSE, &c);
+        assert_non_null(producer(g, g->outputs[0])->fused);
+        assert_non_null(producer(g, g->outputs[1])->fused);
+        txc_graph_free(g);
+    }
+    assert_int_equal(txc_threads_set(threads), TXC_OK);
+}
+
 static int in_special(txc_tensor **in)
 {
     setup_rng();
@@ -881,6 +919,7 @@ int main(void)
         cmocka_unit_test(test_fuse_respects_uses),
         cmocka_unit_test(test_fuse_broadcast),
         cmocka_unit_test(test_fuse_rope_noncontiguous),
+        cmocka_unit_test(test_fuse_threads),
         cmocka_unit_test(test_fuse_all_ops_bitwise),
         cmocka_unit_test(test_fuse_not_across_inplace),
         cmocka_unit_test(test_fuse_limits),

@@ -15,6 +15,7 @@
 #include "txc/array.h"
 #include "txc/env.h"
 #include "txc/ops.h"
+#include "txc/threads.h"
 
 #define TXC_MAX_OP_INPUTS_TEST 64
 
@@ -586,6 +587,36 @@ static void test_rotary_bits(void **state)
         }
 }
 
+/* rms_norm's rows split over the threads (above its bound in nn.c): the
+ * bits of one thread, for float32 and bfloat16 inputs, a strided input and
+ * no weight. */
+static void test_rms_norm_threads(void **state)
+{
+    (void)state;
+    int threads = txc_threads_get();
+    for (int k = 0; k < 3; k++) {
+        int mark = txc_env_scope_begin(txc_env_active());
+        txc_tensor *x = k == 0   ? rand_tensor(TXC_F32, 3, (int64_t[]){1, 130, 1000})
+                        : k == 1 ? rand_tensor(TXC_BF16, 3, (int64_t[]){1, 130, 1000})
+                                 : txc_transpose(rand_tensor(TXC_F32, 3, (int64_t[]){1, 1000, 130}), 1, 2);
+        txc_tensor *w = k == 2 ? NULL : rand_tensor(TXC_F32, 1, (int64_t[]){1000});
+        float *r[2];
+        for (int t = 0; t < 2; t++) {
+            assert_int_equal(txc_threads_set(t ? 3 : 1), TXC_OK);
+            txc_tensor *y = txc_rms_norm(x, w, 1e-6);
+            assert_non_null(y);
+            int64_t n = txc_tensor_numel(y);
+            assert_int_equal(n, 130000);
+            r[t] = malloc(sizeof(float) * (size_t)n);
+            assert_int_equal(txc_tensor_copy_to_f32(y, r[t], n), TXC_OK);
+        }
+        assert_memory_equal(r[0], r[1], sizeof(float) * 130000);
+        free(r[0]), free(r[1]);
+        txc_env_scope_end(txc_env_active(), mark);
+    }
+    assert_int_equal(txc_threads_set(threads), TXC_OK);
+}
+
 static void test_errors_rotary(void **state)
 {
     (void)state;
@@ -617,6 +648,7 @@ int main(void)
         cmocka_unit_test(test_errors_sdpa),
         cmocka_unit_test(test_errors_rotary),
         cmocka_unit_test(test_rotary_bits),
+        cmocka_unit_test(test_rms_norm_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

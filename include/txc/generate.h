@@ -109,6 +109,8 @@ const char *txc_generator_last_recompile_reason(const txc_generator *gen, int wh
  * (1) steps: txc_jit_set_profile / txc_jit_get_profile on both jits. */
 void txc_generator_set_profile(txc_generator *gen, bool on);
 int txc_generator_jit_profile(const txc_generator *gen, int which, txc_jit_op_time *out, int max);
+/* The same steps' kernel time per GEMM shape: txc_jit_get_gemm_profile. */
+int txc_generator_jit_gemm_profile(const txc_generator *gen, int which, txc_jit_gemm_time *out, int max);
 /* As txc_generate, reusing the generator's compiled steps. */
 txc_status txc_generator_run(txc_generator *gen, const int32_t *input_ids, int64_t n_input,
                              const txc_generate_options *opts, txc_generate_result *result);

@@ -132,6 +132,26 @@ void txc_jit_set_profile(txc_jit *jit, bool on);
  * kinds ran (may exceed max). */
 int txc_jit_get_profile(const txc_jit *jit, txc_jit_op_time *out, int max);
 
+/* Kernel time per GEMM shape of the same calls: each aten::linear and
+ * aten::matmul launch (and each linear group) by its shape. `op` as in
+ * txc_jit_op_time; M the rows (the output's elements over N: batch dims
+ * folded in), N the output features (a group: the sum over its `parts`
+ * linears, 1 otherwise), K the inner dim, so a launch is 2 M N K flops.
+ * The first TXC_JIT_PROFILE_GEMM_SHAPES shapes seen are kept; launches of
+ * later ones are summed in one entry with op "other shapes" and M = N = K
+ * = parts = 0. */
+typedef struct txc_jit_gemm_time {
+    const char *op;
+    int64_t M, N, K;
+    int parts;
+    uint64_t calls;
+    double ms;
+} txc_jit_gemm_time;
+#define TXC_JIT_PROFILE_GEMM_SHAPES 32
+/* Up to `max` shapes, most time first; returns how many there are (may
+ * exceed max). */
+int txc_jit_get_gemm_profile(const txc_jit *jit, txc_jit_gemm_time *out, int max);
+
 /* Plans one jit holds at most, and the bytes of their arenas together (see
  * "Plans held" above; the newest plan is held whatever its size). */
 #define TXC_JIT_MAX_PLANS 16

@@ -263,6 +263,11 @@ int txc_generator_jit_profile(const txc_generator *g, int which, txc_jit_op_time
     return txc_jit_get_profile(g->jit[which != 0], out, max);
 }
 
+int txc_generator_jit_gemm_profile(const txc_generator *g, int which, txc_jit_gemm_time *out, int max)
+{
+    return txc_jit_get_gemm_profile(g->jit[which != 0], out, max);
+}
+
 const char *txc_generator_last_recompile_reason(const txc_generator *g, int which)
 {
     return txc_jit_last_recompile_reason(g->jit[which != 0]);

@@ -17,6 +17,7 @@
 #include "jit/graph.h"
 #include "ops/kernels.h"
 #include "jit/persist.h"
+#include "txc/threads.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -542,20 +543,11 @@ static void gather(const fused_src *s, int64_t e0, int64_t m, float *restrict ds
     }
 }
 
-txc_status txc_fused_run(const txc_fused *f, txc_tensor *out, txc_tensor *const *in, int n_in)
+/* Blocks [b0, b1) of FUSE_BLK elements of the program over numel elements
+ * into o (registers on this thread's stack). */
+static void run_blocks(const txc_fused *f, float *o, const fused_src *src, int64_t numel, int64_t b0, int64_t b1)
 {
-    if (!f || n_in != f->n_in || n_in > FUSE_MAX_IN || out->dtype != TXC_F32)
-        return txc_error(TXC_ERR_INTERNAL, "fused elementwise kernel: bad call (%d inputs, program for %d)", n_in,
-                         f ? f->n_in : -1);
-    fused_src src[FUSE_MAX_IN];
-    for (int k = 0; k < n_in; k++) {
-        if (in[k]->dtype != TXC_F32)
-            return txc_error(TXC_ERR_INTERNAL, "fused elementwise kernel: input %d is %s, not float32", k,
-                             txc_dtype_name(in[k]->dtype));
-        src_setup(&src[k], in[k], out);
-    }
-    int64_t numel = txc_shape_numel(out->ndim, out->shape);
-    float *o = txc_impl_data(out);
+    const int n_in = f->n_in;
     _Alignas(64) float regs[FUSE_MAX_IN + FUSE_MAX_TEMPS][FUSE_BLK];
     const float *reg[FUSE_MAX_IN + FUSE_MAX_TEMPS];
     for (int k = 0; k < n_in; k++)
@@ -567,7 +559,7 @@ txc_status txc_fused_run(const txc_fused *f, txc_tensor *out, txc_tensor *const 
         }
     for (int r = 0; r < f->n_temps; r++)
         reg[n_in + r] = regs[n_in + r];
-    for (int64_t e0 = 0; e0 < numel; e0 += FUSE_BLK) {
+    for (int64_t e0 = b0 * FUSE_BLK; e0 < numel && e0 < b1 * FUSE_BLK; e0 += FUSE_BLK) {
         int64_t m = numel - e0 < FUSE_BLK ? numel - e0 : FUSE_BLK;
         for (int k = 0; k < n_in; k++) {
             if (src[k].mode == SRC_DIRECT) {
@@ -583,6 +575,64 @@ txc_status txc_fused_run(const txc_fused *f, txc_tensor *out, txc_tensor *const 
             exec_ins(I, m, dst, reg[I->a], reg[I->b]);
         }
     }
+}
+
+typedef struct fused_job {
+    const txc_fused *f;
+    float *o;
+    const fused_src *src;
+    int64_t numel, blocks_per_task;
+} fused_job;
+
+static void fused_task(void *ctx, int64_t t)
+{
+    const fused_job *j = ctx;
+    run_blocks(j->f, j->o, j->src, j->numel, t * j->blocks_per_task, (t + 1) * j->blocks_per_task);
+}
+
+/* Outputs of at least this many elements run on the threads (chunks of
+ * blocks; the elements' values do not depend on the split). */
+#define FUSE_PAR_MIN (64 * 1024)
+
+txc_status txc_fused_run(const txc_fused *f, txc_tensor *out, txc_tensor *const *in, int n_in)
+{
+    if (!f || n_in != f->n_in || n_in > FUSE_MAX_IN || out->dtype != TXC_F32)
+        return txc_error(TXC_ERR_INTERNAL, "fused elementwise kernel: bad call (%d inputs, program for %d)", n_in,
+                         f ? f->n_in : -1);
+    fused_src src[FUSE_MAX_IN];
+    int64_t numel = txc_shape_numel(out->ndim, out->shape);
+    float *o = txc_impl_data(out);
+    /* In parallel only when no gathered input shares bytes with the output
+     * (in order, a block reads only its own elements of an input it writes). */
+    bool par = numel >= FUSE_PAR_MIN && txc_threads_get() > 1;
+    for (int k = 0; k < n_in; k++) {
+        if (in[k]->dtype != TXC_F32)
+            return txc_error(TXC_ERR_INTERNAL, "fused elementwise kernel: input %d is %s, not float32", k,
+                             txc_dtype_name(in[k]->dtype));
+        src_setup(&src[k], in[k], out);
+        if (src[k].mode == SRC_GATHER) {
+            int64_t lo = 0, hi = 1; /* the input's element span around its first element */
+            for (int d = 0; d < in[k]->ndim; d++) {
+                const int64_t reach = (in[k]->shape[d] - 1) * in[k]->strides[d];
+                if (reach < 0)
+                    lo += reach;
+                else
+                    hi += reach;
+            }
+            const uintptr_t b = (uintptr_t)txc_impl_data(in[k]), ob = (uintptr_t)o;
+            const uintptr_t ilo = b + (uintptr_t)lo * sizeof(float), ihi = b + (uintptr_t)hi * sizeof(float);
+            if (ilo < ob + (uintptr_t)numel * sizeof(float) && ob < ihi)
+                par = false;
+        }
+    }
+    if (!par) {
+        run_blocks(f, o, src, numel, 0, (numel + FUSE_BLK - 1) / FUSE_BLK);
+        return TXC_OK;
+    }
+    const int64_t blocks = (numel + FUSE_BLK - 1) / FUSE_BLK;
+    const int64_t tasks = 4 * (int64_t)txc_threads_get();
+    fused_job j = {f, o, src, numel, (blocks + tasks - 1) / tasks};
+    txc_parallel_for_dynamic((blocks + j.blocks_per_task - 1) / j.blocks_per_task, fused_task, &j);
     return TXC_OK;
 }
 

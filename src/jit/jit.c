@@ -55,6 +55,10 @@ struct txc_jit {
     bool profile;                                 /* time each kernel launch */
     double prof_ms[TXC_OP_COUNT + 2];             /* per op; then fused, linear group */
     uint64_t prof_calls[TXC_OP_COUNT + 2];
+    txc_jit_gemm_time prof_gemm[TXC_JIT_PROFILE_GEMM_SHAPES]; /* per GEMM shape, in first-seen order */
+    int n_prof_gemm;
+    uint64_t prof_gemm_other_calls; /* GEMM launches of shapes past the table's room */
+    double prof_gemm_other_ms;
 };
 
 #define PROF_FUSED TXC_OP_COUNT
@@ -303,7 +307,9 @@ static txc_graph *trace(txc_jit *jit, txc_tensor *const *in, int n, const void *
  * Consecutive kernel nodes that are aten::linear of one input value (the
  * q/k/v projections, gate/up) run as one group: txc_ops_linear_group
  * splits all their weight rows across the threads at once, so the threads
- * meet once instead of once per projection. Running a later member early
+ * meet once instead of once per projection (one row: the grouped GEMV;
+ * prefill rows without AVX-512 and AMX: the packed GEMM, A packed once;
+ * otherwise each linear alone). Running a later member early
  * is safe when its output shares no arena bytes with another member's
  * output or with any member's input: nothing else runs in between. */
 
@@ -351,21 +357,13 @@ static bool joins(const txc_graph *g, const int *mem, int k, const txc_node *m)
     return true;
 }
 
-/* One row of input: the GEMV a group runs as one job (prefill's GEMMs are
- * split by columns already, one meeting of the threads each). */
-static bool single_row(const txc_graph *g, int v)
-{
-    const txc_value *x = &g->values[v];
-    return x->ndim > 0 && txc_shape_numel(x->ndim, x->shape) == x->shape[x->ndim - 1];
-}
-
 static void find_groups(txc_plan *p)
 {
     const txc_graph *g = p->graph;
     for (int e = 0; e < p->n_exec;) {
         const txc_node *n = &g->nodes[p->exec[e]];
         int k = 1;
-        if (n->op == TXC_OP_LINEAR && !n->fused && !(n->attrs.flags & TXC_ATTR_RESIDUAL) && single_row(g, n->in[0]) &&
+        if (n->op == TXC_OP_LINEAR && !n->fused && !(n->attrs.flags & TXC_ATTR_RESIDUAL) &&
             arena_range(g, n->out, &(int64_t){0}, &(int64_t){0}))
             while (e + k < p->n_exec && joins(g, &p->exec[e], k, &g->nodes[p->exec[e + k]]))
                 k++;
@@ -615,6 +613,40 @@ static void prof_add(txc_jit *jit, int kind, double t0)
     jit->prof_calls[kind]++;
 }
 
+/* The GEMM shape of a linear (x, w, ...) or matmul launch writing out:
+ * N the output's last dim, M its other elements (rows, batches folded), K
+ * the inner dim. */
+static void gemm_shape(txc_op_id op, const txc_tensor *out, txc_tensor *const *args, int64_t *M, int64_t *N,
+                       int64_t *K)
+{
+    const txc_tensor *x = args[0], *w = args[1];
+    *N = out->ndim > 0 ? out->shape[out->ndim - 1] : 1;
+    *M = *N > 0 ? out->numel / *N : 0;
+    if (op == TXC_OP_LINEAR)
+        *K = w->ndim == 2 ? w->shape[1] : 0;
+    else
+        *K = x->ndim > 0 ? x->shape[x->ndim - 1] : 1;
+}
+
+static void prof_gemm_add(txc_jit *jit, const char *op, int64_t M, int64_t N, int64_t K, int parts, double t0)
+{
+    const double ms = now_ms() - t0;
+    for (int i = 0; i < jit->n_prof_gemm; i++) {
+        txc_jit_gemm_time *t = &jit->prof_gemm[i];
+        if (t->op == op && t->M == M && t->N == N && t->K == K && t->parts == parts) {
+            t->calls++;
+            t->ms += ms;
+            return;
+        }
+    }
+    if (jit->n_prof_gemm == TXC_JIT_PROFILE_GEMM_SHAPES) {
+        jit->prof_gemm_other_calls++;
+        jit->prof_gemm_other_ms += ms;
+        return;
+    }
+    jit->prof_gemm[jit->n_prof_gemm++] = (txc_jit_gemm_time){op, M, N, K, parts, 1, ms};
+}
+
 static txc_status run(txc_jit *jit, txc_plan *p, txc_tensor *const *in)
 {
     const bool prof = jit->profile;
@@ -644,8 +676,15 @@ static txc_status run(txc_jit *jit, txc_plan *p, txc_tensor *const *in)
             s = txc_ops_linear_group(k, outs, argvs, attrs);
             if (s != TXC_OK)
                 return s;
-            if (prof)
+            if (prof) {
+                int64_t M, N = 0, K, Ni;
+                for (int i = 0; i < k; i++) {
+                    gemm_shape(TXC_OP_LINEAR, outs[i], argvs[i], &M, &Ni, &K);
+                    N += Ni;
+                }
+                prof_gemm_add(jit, "linear group", M, N, K, k, t0);
                 prof_add(jit, PROF_GROUP, t0);
+            }
             e += k - 1;
             continue;
         }
@@ -653,6 +692,11 @@ static txc_status run(txc_jit *jit, txc_plan *p, txc_tensor *const *in)
             s = txc_fused_run(n->fused, &p->hdr[n->out], args, n->n_in);
         else
             s = txc_op_get(n->op)->cpu(&p->hdr[n->out], args, n->n_in, &n->attrs);
+        if (prof && !n->fused && (n->op == TXC_OP_LINEAR || n->op == TXC_OP_MATMUL) && n->n_in >= 2) {
+            int64_t M, N, K;
+            gemm_shape(n->op, &p->hdr[n->out], args, &M, &N, &K);
+            prof_gemm_add(jit, txc_op_name(n->op), M, N, K, 1, t0);
+        }
         if (prof)
             prof_add(jit, n->fused ? PROF_FUSED : (int)n->op, t0);
         if (s != TXC_OK)
@@ -684,6 +728,9 @@ void txc_jit_set_profile(txc_jit *jit, bool on)
     if (on && !jit->profile) {
         memset(jit->prof_ms, 0, sizeof jit->prof_ms);
         memset(jit->prof_calls, 0, sizeof jit->prof_calls);
+        jit->n_prof_gemm = 0;
+        jit->prof_gemm_other_calls = 0;
+        jit->prof_gemm_other_ms = 0;
     }
     jit->profile = on;
 }
@@ -698,6 +745,28 @@ int txc_jit_get_profile(const txc_jit *jit, txc_jit_op_time *out, int max)
                              : k == PROF_GROUP ? "linear group"
                                                : txc_op_name((txc_op_id)k),
                              jit->prof_calls[k], jit->prof_ms[k]};
+        int i = n < max ? n : max; /* insertion by time, descending, keeping the top max */
+        while (i > 0 && out[i - 1].ms < t.ms) {
+            if (i < max)
+                out[i] = out[i - 1];
+            i--;
+        }
+        if (i < max)
+            out[i] = t;
+        n++;
+    }
+    return n;
+}
+
+int txc_jit_get_gemm_profile(const txc_jit *jit, txc_jit_gemm_time *out, int max)
+{
+    int n = 0;
+    const int kinds = jit->n_prof_gemm + (jit->prof_gemm_other_calls > 0);
+    for (int k = 0; k < kinds; k++) {
+        txc_jit_gemm_time t = k < jit->n_prof_gemm ? jit->prof_gemm[k]
+                                                   : (txc_jit_gemm_time){"other shapes", 0, 0, 0, 0,
+                                                                         jit->prof_gemm_other_calls,
+                                                                         jit->prof_gemm_other_ms};
         int i = n < max ? n : max; /* insertion by time, descending, keeping the top max */
         while (i > 0 && out[i - 1].ms < t.ms) {
             if (i < max)

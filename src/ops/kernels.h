@@ -88,8 +88,9 @@ void txc_kern_gemv_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t
 /* gemm_avx2.c: C = A·Bᵀ as txc_kern_gemm_nt (A float32, rows of stride
  * lda; B float32, bfloat16 or float16 rows of stride ldb; C float32, rows
  * of stride ldc), on AVX2+FMA in 6 x 16 register tiles over packed operands
- * (A in 6-row panels, B converted to float32 once per 16 columns and K
- * block), threads over chunks of columns: txc_kern_gemm_nt's kernel for
+ * (A in 6-row panels, 4-row ones at the M edge, B converted to float32
+ * once per 16 columns and K block), threads over chunks of columns:
+ * txc_kern_gemm_nt's kernel for
  * M > TXC_KERN_ROWS_INVARIANT_MAX at SIMD level 1 (no AVX-512, no AMX:
  * prefill on AMD Zen 1-3, Intel before Skylake-SP).
  * Order: every C[i,j] is the fused multiply-add chain c = fma(A[i,k],
@@ -104,7 +105,7 @@ void txc_kern_gemv_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t
  * u = 2^-24, against the exact product of A and the weights as stored (no
  * rounding of A, unlike AMX's bfloat16 A); tested with a double reference.
  * Uses the calling thread's scratch slot GEMM_PACK (A's panels: the M block
- * of <= 192 rows x K floats). Returns false, touching nothing, where it
+ * of <= 192 rows (+3) x K floats). Returns false, touching nothing, where it
  * cannot run (no AVX2, M, N or K <= 0, a dtype other than those three, no
  * scratch memory): the caller falls back. */
 bool txc_kern_gemm_nt_avx2_packed(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
@@ -124,6 +125,18 @@ typedef struct txc_gemv_part {
  * gate/up). Every C[j] is bit-identical to txc_kern_gemm_nt(1, N, K, ...)
  * on that part alone (chunks start at the same row tiles). */
 void txc_kern_gemv_group(int n_parts, const txc_gemv_part *parts, int64_t K, const float *A);
+
+/* gemm_avx2.c: the packed GEMM of several weights on one A (the compiled
+ * plan's sibling projections in prefill: q/k/v, gate/up): for each part,
+ * C = A·Bᵀ (M x N, rows of stride N), every element bit-identical to
+ * txc_kern_gemm_nt_avx2_packed on that part alone, with A packed once and
+ * the columns of all parts split into one set of chunks the threads take on
+ * demand (they meet once for the group). Returns false, touching nothing,
+ * where txc_kern_gemm_nt_avx2_packed would (and for n_parts outside
+ * [1, TXC_PACKED_GROUP_MAX]). */
+#define TXC_PACKED_GROUP_MAX TXC_LINEAR_GROUP_MAX
+bool txc_kern_gemm_nt_avx2_packed_group(int n_parts, const txc_gemv_part *parts, int64_t M, int64_t K,
+                                        const float *A, int64_t lda);
 
 /* amx.c: C = A·Bᵀ for bfloat16 B (rows of stride ldb) with A rounded to
  * bfloat16 (nearest even) and float32 products and sums, on AMX tiles —

@@ -1155,6 +1155,39 @@ static txc_status cpu_linear(txc_tensor *out, txc_tensor *const *in, int n_in, c
     return TXC_OK;
 }
 
+/* Sibling linears of one input of M > TXC_KERN_ROWS_INVARIANT_MAX rows at
+ * SIMD level 1 (where each alone runs the packed AVX2 GEMM): as one packed
+ * group, A packed once (the same bits as each alone, gemm_avx2.c), then
+ * each bias. False (nothing done) where that does not apply. */
+static bool linear_group_packed(int n, txc_tensor *const *outs, txc_tensor *const *const *args,
+                                const txc_op_attrs *const *attrs, txc_status *st)
+{
+    const txc_tensor *x = args[0][0];
+    const int64_t K = x->ndim > 0 ? x->shape[x->ndim - 1] : 0, M = K > 0 ? x->numel / K : 0;
+    if (n > TXC_PACKED_GROUP_MAX || txc_kern_simd_level() != 1 || x->ndim < 2 || M <= TXC_KERN_ROWS_INVARIANT_MAX ||
+        x->dtype != TXC_F32 || K < 1 || !txc_tensor_is_contiguous(x))
+        return false;
+    txc_gemv_part parts[TXC_PACKED_GROUP_MAX];
+    for (int i = 0; i < n; i++) {
+        const txc_tensor *w = args[i][1];
+        if (args[i][0] != x || (attrs[i]->flags & TXC_ATTR_RESIDUAL) || outs[i]->dtype != TXC_F32 ||
+            !txc_tensor_is_contiguous(outs[i]) || w->ndim != 2 || w->shape[1] != K || w->shape[0] < 1 ||
+            (w->shape[0] > 1 && w->strides[1] != 1) || !is_gemm_dtype(w->dtype))
+            return false;
+        parts[i] = (txc_gemv_part){txc_impl_data(w), w->dtype, w->shape[0], w->shape[0] == 1 ? K : w->strides[0],
+                                   (float *)txc_impl_data(outs[i])};
+    }
+    if (!txc_kern_gemm_nt_avx2_packed_group(n, parts, M, K, txc_impl_data(x), K))
+        return false;
+    *st = TXC_OK;
+    for (int i = 0; i < n && *st == TXC_OK; i++) {
+        const txc_tensor *bias = (attrs[i]->flags & TXC_ATTR_NO_BIAS) ? NULL : args[i][2];
+        if (bias && add_bias(parts[i].C, M, parts[i].N, bias) != TXC_OK)
+            *st = TXC_ERR_NOMEM;
+    }
+    return true;
+}
+
 txc_status txc_ops_linear_group(int n, txc_tensor *const *outs, txc_tensor *const *const *args,
                                 const txc_op_attrs *const *attrs)
 {
@@ -1168,6 +1201,8 @@ txc_status txc_ops_linear_group(int n, txc_tensor *const *outs, txc_tensor *cons
                w->shape[1] == K && w->strides[1] == 1 && w->shape[0] > 1 && is_gemm_dtype(w->dtype);
     }
     txc_status qs;
+    if (!fast && linear_group_packed(n, outs, args, attrs, &qs)) /* prefill rows without AVX-512 and AMX */
+        return qs;
     if (!fast && txc_quant_linear_group(n, outs, args, attrs, &qs)) /* quantized weights (ops/quant_dot.c) */
         return qs;
     if (!fast) {

@@ -5,8 +5,11 @@
  * slices). */
 #include "ops/kernels.h"
 #include "ops/quant_impl.h"
+#include "txc/threads.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #define SHAPE(buf, t) txc_kern_shape_str(buf, sizeof buf, (t)->ndim, (t)->shape)
@@ -137,6 +140,61 @@ static txc_status infer_rms_norm(txc_tensor *const *in, int n_in, const txc_op_a
     return TXC_OK;
 }
 
+/* Rows [r0, r1) of rms_norm: x's rows through buf (D floats), wv the
+ * weight as float32 or NULL. */
+static void rms_norm_rows(const txc_tensor *x, txc_tensor *out, const float *wv, float eps, int64_t D, float *buf,
+                          int64_t r0, int64_t r1)
+{
+    const char *xp = txc_impl_data(x);
+    size_t es = txc_dtype_size(x->dtype), eo = txc_dtype_size(out->dtype);
+    for (int64_t r = r0; r < r1; r++) {
+        txc_kern_to_f32(x->dtype, xp + (size_t)row_offset(x, r) * es, x->strides[x->ndim - 1], buf, D);
+        double ss = 0.0;
+        for (int64_t i = 0; i < D; i++) {
+            float sq = buf[i] * buf[i];
+            ss += sq;
+        }
+        float var = (float)(ss / (double)D);
+        float rs = 1.0f / sqrtf(var + eps);
+        for (int64_t i = 0; i < D; i++) {
+            float h = txc_kern_round_to(x->dtype, buf[i] * rs); /* hidden.to(input_dtype) */
+            buf[i] = wv ? wv[i] * h : h;
+        }
+        txc_kern_from_f32(out->dtype, buf, (char *)txc_impl_data(out) + (size_t)(r * D) * eo, D);
+    }
+}
+
+typedef struct rms_job {
+    const txc_tensor *x;
+    txc_tensor *out;
+    const float *wv;
+    float eps;
+    int64_t D, rows, chunk;
+    _Atomic int failed;
+} rms_job;
+
+static void rms_task(void *ctx, int64_t t)
+{
+    rms_job *j = ctx;
+    /* this thread's NORM slot: D floats of row (on the calling thread the
+     * slot's first half: the weight is in its second) */
+    float *buf = txc_scratch((size_t)j->D * 2 * sizeof(float), TXC_SCRATCH_NORM);
+    if (!buf) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
+    int64_t r0 = t * j->chunk, r1 = r0 + j->chunk < j->rows ? r0 + j->chunk : j->rows;
+    rms_norm_rows(j->x, j->out, j->wv, j->eps, j->D, buf, r0, r1);
+}
+
+/* Elements from which rms_norm's rows are split over the threads (each row
+ * as alone: the split does not change a value). */
+#define RMS_PAR_MIN (64 * 1024)
+
+/* The workers' scratch (rms_task's rows) is freed when they exit. */
+static pthread_once_t exit_hook_once = PTHREAD_ONCE_INIT;
+static void set_exit_hook(void) { txc_threads_set_worker_exit(txc_scratch_free_all); }
+
 static txc_status cpu_rms_norm(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
 {
     const txc_tensor *x = in[0], *w = n_in > 1 ? in[1] : NULL;
@@ -150,24 +208,19 @@ static txc_status cpu_rms_norm(txc_tensor *out, txc_tensor *const *in, int n_in,
     float *wv = buf + D;
     if (w)
         txc_kern_to_f32(w->dtype, txc_impl_data(w), w->strides[0], wv, D);
-    const char *xp = txc_impl_data(x);
-    size_t es = txc_dtype_size(x->dtype), eo = txc_dtype_size(out->dtype);
     float eps = (float)a->f[0];
-    for (int64_t r = 0; r < rows; r++) {
-        txc_kern_to_f32(x->dtype, xp + (size_t)row_offset(x, r) * es, x->strides[x->ndim - 1], buf, D);
-        double ss = 0.0;
-        for (int64_t i = 0; i < D; i++) {
-            float sq = buf[i] * buf[i];
-            ss += sq;
-        }
-        float var = (float)(ss / (double)D);
-        float rs = 1.0f / sqrtf(var + eps);
-        for (int64_t i = 0; i < D; i++) {
-            float h = txc_kern_round_to(x->dtype, buf[i] * rs); /* hidden.to(input_dtype) */
-            buf[i] = w ? wv[i] * h : h;
-        }
-        txc_kern_from_f32(out->dtype, buf, (char *)txc_impl_data(out) + (size_t)(r * D) * eo, D);
+    const int threads = txc_threads_get();
+    if (threads < 2 || rows < 2 || x->numel < RMS_PAR_MIN) {
+        rms_norm_rows(x, out, w ? wv : NULL, eps, D, buf, 0, rows);
+        return TXC_OK;
     }
+    rms_job j = {x, out, w ? wv : NULL, eps, D, rows, 0, 0};
+    const int64_t tasks = 4 * (int64_t)threads;
+    j.chunk = (rows + tasks - 1) / tasks;
+    pthread_once(&exit_hook_once, set_exit_hook);
+    txc_parallel_for_dynamic((rows + j.chunk - 1) / j.chunk, rms_task, &j);
+    if (atomic_load(&j.failed))
+        return txc_error(TXC_ERR_NOMEM, "aten::rms_norm: out of memory");
     return TXC_OK;
 }
 

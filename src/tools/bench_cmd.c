@@ -61,6 +61,7 @@
 #include "txc/ops.h"
 #include "txc/synthetic.h"
 #include "tools/bench_batch.h"
+#include "tools/bench_profile.h"
 #include "tools/bench_tp.h"
 #include "txc/shard.h"
 #include "txc/threads.h"
@@ -100,8 +101,6 @@ static const bench_mode known_modes[] = {
 #define N_KNOWN_MODES ((int)(sizeof known_modes / sizeof *known_modes))
 #define N_DEFAULT_MODES 5 /* the first five, in the article's order plus jit-dynamic */
 
-#define PROFILE_TOP 8
-
 typedef struct bench_row {
     const bench_mode *mode;
     int64_t n_new;
@@ -118,10 +117,8 @@ typedef struct bench_row {
     double prefill_compile_ms;
     double rss_bound_mb;     /* weights + KV cache + 64 MiB */
     int weights_index;       /* into bench_info.loads */
-    /* --profile: the compiled decode step's kernel time by op kind, most first */
-    txc_jit_op_time prof[PROFILE_TOP];
-    int n_prof;          /* kinds kept (<= PROFILE_TOP); 0: not profiled */
-    double prof_total_ms; /* over every kind */
+    /* --profile: the compiled prefill and decode steps' kernel time by op kind and GEMM shape */
+    txc_bench_profile prefill_prof, decode_prof;
     double coll_s;        /* --tp: seconds in collectives, and their count */
     uint64_t coll_calls;
 } bench_row;
@@ -197,8 +194,10 @@ static void usage_bench(FILE *f)
             "  --weights LIST       run the rows under each of mmap,copy (reloading the model)\n"
             "  --no-hugepages       with the copy: do not ask for transparent huge pages\n"
             "  --check-tensors      scan the weights at load for NaN and inf (llama.cpp's flag)\n"
-            "  --profile            time each kernel of the compiled steps and print the decode\n"
-            "                       step's time by op for the jit rows (two clock reads per kernel)\n");
+            "  --profile            time each kernel of the compiled steps (two clock reads per\n"
+            "                       kernel) and print, for the jit rows, the prefill and the decode\n"
+            "                       step's kernel time by op, and their GEMMs' time by shape\n"
+            "                       (M x N x K, calls, ms, share, GFLOP/s and fraction of the peak)\n");
 }
 
 /* ---- the machine ------------------------------------------------------------------ */
@@ -550,13 +549,8 @@ static txc_status run_mode(txc_model *model, const bench_mode *mode, const int32
         if (mode->jit) /* a plan not written: one warning line in the run, with the reason */
             txc_cli_warn_compile_cache(gen);
         if (profile && mode->jit) {
-            txc_jit_op_time all[64];
-            int n = txc_generator_jit_profile(gen, 1, all, 64);
-            n = n < 64 ? n : 64;
-            for (int i = 0; i < n; i++)
-                row->prof_total_ms += all[i].ms;
-            row->n_prof = n < PROFILE_TOP ? n : PROFILE_TOP;
-            memcpy(row->prof, all, sizeof(txc_jit_op_time) * (size_t)row->n_prof);
+            txc_bench_profile_collect(gen, 0, &row->prefill_prof);
+            txc_bench_profile_collect(gen, 1, &row->decode_prof);
         }
         row->ids = res.new_ids; /* taken over */
         res.new_ids = NULL;
@@ -729,18 +723,8 @@ static void print_json(const bench_info *bi, const bench_row *rows, int n, bool 
             cJSON_AddNumberToObject(o, "bw_fraction", round_to(r->decode_gbps / bi->membw_gbps, 1e-4));
         else
             cJSON_AddNullToObject(o, "bw_fraction");
-        if (r->n_prof) {
-            cJSON *pa = cJSON_AddArrayToObject(o, "decode_profile");
-            for (int k = 0; k < r->n_prof; k++) {
-                cJSON *e = cJSON_CreateObject();
-                cJSON_AddStringToObject(e, "op", r->prof[k].op);
-                cJSON_AddNumberToObject(e, "calls", (double)r->prof[k].calls);
-                cJSON_AddNumberToObject(e, "ms", round_to(r->prof[k].ms, 1e-3));
-                cJSON_AddNumberToObject(e, "share",
-                                        round_to(r->prof_total_ms > 0 ? r->prof[k].ms / r->prof_total_ms : 0, 1e-4));
-                cJSON_AddItemToArray(pa, e);
-            }
-        }
+        txc_bench_profile_json(o, "prefill_profile", &r->prefill_prof, bi->peak.gflops);
+        txc_bench_profile_json(o, "decode_profile", &r->decode_prof, bi->peak.gflops);
         cJSON_AddBoolToObject(o, "cache_resident", cache_resident(bi, r));
         cJSON_AddBoolToObject(o, "above_bandwidth", above_bandwidth(bi, r));
         cJSON_AddNumberToObject(o, "prefill_gflops", round_to(r->prefill_gflops, 1e-4));
@@ -877,19 +861,18 @@ static void print_table(const bench_info *bi, const bench_row *rows, int n, bool
         printf("note: %s\n", bi->profile_note);
     for (int i = 0; i < n; i++) {
         const bench_row *r = &rows[i];
-        if (!r->n_prof)
+        if (!r->decode_prof.n_op && !r->prefill_prof.n_op)
             continue;
-        char label[40];
+        char label[40], what[96];
         if (bi->n_loads > 1)
             snprintf(label, sizeof label, "%s/%s", r->mode->name, row_weights(bi, r));
         else
             snprintf(label, sizeof label, "%s", r->mode->name);
-        printf("%s decode step, kernel time by op (%.1f ms over %lld steps; the %d largest):", label,
-               r->prof_total_ms, (long long)(r->n_new > 1 ? r->n_new - 1 : 0), r->n_prof);
-        for (int k = 0; k < r->n_prof; k++)
-            printf("%s %s %.1f%%", k ? "," : "", r->prof[k].op,
-                   r->prof_total_ms > 0 ? 100.0 * r->prof[k].ms / r->prof_total_ms : 0.0);
-        printf("\n");
+        snprintf(what, sizeof what, "%lld call%s for %lld prompt tokens", (long long)r->prefill_prof.calls,
+                 r->prefill_prof.calls == 1 ? "" : "s", (long long)bi->n_prompt);
+        txc_bench_profile_print(label, "prefill", what, &r->prefill_prof, bi->peak.gflops);
+        snprintf(what, sizeof what, "%lld steps", (long long)(r->n_new > 1 ? r->n_new - 1 : 0));
+        txc_bench_profile_print(label, "decode", what, &r->decode_prof, bi->peak.gflops);
     }
     for (int i = 0; i < n; i++)
         if (rows[i].mode->jit && bi->compile_cache)
@@ -1193,7 +1176,7 @@ static int bench_body(void *ctx, const txc_cli_device *dev)
     n_modes = done; /* the rows from here on */
     bool profiled = false;
     for (int i = 0; i < n_modes; i++)
-        profiled |= rows[i].n_prof > 0;
+        profiled |= rows[i].decode_prof.n_op > 0;
     if (profile && !profiled)
         bi.profile_note = "--profile: no row ran a compiled decode step (jit-static or jit-dynamic), nothing to profile";
     if (rc == 0 && membw) {
