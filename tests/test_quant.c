@@ -16,6 +16,8 @@
  *   an even and an odd number of 32-blocks (K = 512, 288) and of 2 and 3
  *   super-blocks (512, 768); each row of a batch (M = 2..9) bit-identical
  *   to that row alone, and with 1 or 2 threads.
+ * - the activation quantization: AVX2 and portable give the same bytes
+ *   (halves rounded away from zero, NaN to 0).
  * - embedding: a quantized table's rows are the dequantized rows, exactly.
  * - the jit: a compiled linear on a quantized weight input equals eager
  *   bit for bit; other ops refuse a quantized tensor with one message.
@@ -299,6 +301,54 @@ static void test_linear(void **state)
     txc_env_scope_end(env, mark);
 }
 
+/* the activation quantization: the AVX2 block quantizer gives the portable
+ * loop's bytes (round half away from zero at exact halves, NaN to 0, the
+ * clamp), for activation blocks of 32 and 256 */
+static void test_qact(void **state)
+{
+    (void)state;
+    const int64_t K = 768;
+    float *x = malloc((size_t)K * 4);
+    for (int64_t i = 0; i < K; i++)
+        x[i] = frand();
+    /* block 0: amax 127, so x*id is x: exact halves both ways, and near-halves */
+    x[0] = 127.0f, x[1] = 2.5f, x[2] = -2.5f, x[3] = 0.5f, x[4] = -0.5f, x[5] = 0.49999997f, x[6] = -126.5f;
+    x[7] = 3.5f, x[8] = 1.5000001f;
+    x[700] = NAN; /* in block 21 of 32, super-block 2: a NaN element */
+    x[64] = 0.0f;
+    for (int i = 96; i < 128; i++) /* block 3: all zero, d = 0 */
+        x[i] = 0.0f;
+    for (int64_t block = 32; block <= 256; block *= 8) {
+        size_t n = txc_qact_row_bytes(K, block);
+        char *b0 = aligned_alloc(32, n), *b1 = aligned_alloc(32, n);
+        memset(b0, 0, n), memset(b1, 0, n);
+        txc_kern_set_simd_level(0);
+        txc_qact_quantize(x, K, block, b0);
+        txc_kern_set_simd_level(1);
+        txc_qact_quantize(x, K, block, b1);
+        txc_kern_set_simd_level(-1);
+        txc_qact a0 = txc_qact_view(b0, K, block), a1 = txc_qact_view(b1, K, block);
+        /* outside the NaN's block (whose amax depends on the order of the max): the same bytes */
+        int64_t nan_at = 700 / block * block;
+        assert_memory_equal(a0.qs, a1.qs, (size_t)nan_at);
+        assert_memory_equal(a0.qs + nan_at + block, a1.qs + nan_at + block, (size_t)(K - nan_at - block));
+        assert_int_equal(a0.qs[700], 0);
+        assert_int_equal(a1.qs[700], 0);
+        for (int64_t b = 0; b < K / 32; b++)
+            if (b * 32 / block != 700 / block) {
+                assert_true(a0.d[b] == a1.d[b]);
+                assert_true(a0.s[b] == a1.s[b]);
+            }
+        if (block == 32) {
+            static const int8_t want[9] = {127, 3, -3, 1, -1, 0, -127, 4, 2};
+            assert_memory_equal(a0.qs, want, 9);
+            assert_true(a0.d[3] == 0.0f);
+        }
+        free(b0), free(b1);
+    }
+    free(x);
+}
+
 static void test_embedding(void **state)
 {
     (void)state;
@@ -404,6 +454,7 @@ int main(void)
         cmocka_unit_test(test_arrays),
         cmocka_unit_test(test_fixtures),
         cmocka_unit_test(test_linear),
+        cmocka_unit_test(test_qact),
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_group),
         cmocka_unit_test(test_jit_and_refusals),

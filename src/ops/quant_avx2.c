@@ -357,6 +357,51 @@ ENTRY(q4_k)
 ENTRY(q5_k)
 ENTRY(q6_k)
 
+/* One activation block (32 or 256 floats) as txc_qact_quantize's portable
+ * loop computes it, bit for bit on finite inputs: amax by max (order-free),
+ * d = amax/127 and id = 1/d in scalar, x*id rounded half away from zero
+ * (the truncation plus the sign where the exact remainder is >= 1/2, as
+ * roundf), NaN made 0, clamped to +-127; the per-32 sums in int32. */
+TXC_AVX2 static void qact_block_avx2(const float *x, int64_t block, int8_t *q, float *d_out, int32_t *sums)
+{
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 mx = _mm256_setzero_ps();
+    for (int64_t j = 0; j < block; j += 8)
+        mx = _mm256_max_ps(mx, _mm256_and_ps(_mm256_loadu_ps(x + j), absm));
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    float amax = _mm_cvtss_f32(m4);
+    float d = amax / 127, id = d != 0.0f ? 1.0f / d : 0.0f;
+    *d_out = d;
+    const __m256 vid = _mm256_set1_ps(id), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+    const __m256 lim = _mm256_set1_ps(127.0f), nlim = _mm256_set1_ps(-127.0f);
+    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
+    const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t b = 0; b < block / 32; b++) {
+        __m256i iv[4];
+        for (int k = 0; k < 4; k++) {
+            __m256 p = _mm256_mul_ps(_mm256_loadu_ps(x + b * 32 + k * 8), vid);
+            __m256 t = _mm256_round_ps(p, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+            __m256 up = _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(p, t), absm), half, _CMP_GE_OQ);
+            __m256 r = _mm256_add_ps(t, _mm256_and_ps(up, _mm256_or_ps(_mm256_and_ps(p, sign), one)));
+            r = _mm256_and_ps(r, _mm256_cmp_ps(p, p, _CMP_ORD_Q));
+            r = _mm256_min_ps(_mm256_max_ps(r, nlim), lim);
+            iv[k] = _mm256_cvttps_epi32(r);
+        }
+        __m256i q16a = _mm256_packs_epi32(iv[0], iv[1]), q16b = _mm256_packs_epi32(iv[2], iv[3]);
+        __m256i q8v = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16a, q16b), perm);
+        _mm256_storeu_si256((__m256i *)(q + b * 32), q8v);
+        __m256i s32 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q8v), _mm256_set1_epi16(1));
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+        sums[b] = _mm_cvtsi128_si32(s4);
+    }
+}
+
+txc_qact_block_fn txc_qact_block_avx2(void) { return qact_block_avx2; }
+
 txc_qdot_fn txc_qdot_avx2_for(txc_dtype dt)
 {
     switch (dt) {
@@ -378,4 +423,5 @@ txc_qdot_fn txc_qdot_avx2_for(txc_dtype dt)
     (void)dt;
     return NULL;
 }
+txc_qact_block_fn txc_qact_block_avx2(void) { return NULL; }
 #endif

@@ -71,6 +71,26 @@ static inline int8_t q8(float x, float id)
     return (int8_t)(r >= 127.0f ? 127 : r <= -127.0f ? -127 : r == r ? (int)r : 0);
 }
 
+static void qact_block_ref(const float *x, int64_t block, int8_t *q, float *d_out, int32_t *sums)
+{
+    float amax = 0.0f;
+    for (int64_t j = 0; j < block; j++) {
+        float v = fabsf(x[j]);
+        amax = amax > v ? amax : v;
+    }
+    float d = amax / 127, id = d != 0.0f ? 1.0f / d : 0.0f;
+    *d_out = d;
+    for (int64_t b = 0; b < block / 32; b++) {
+        int32_t sum = 0;
+        for (int j = 0; j < 32; j++) {
+            int8_t v = q8(x[b * 32 + j], id);
+            q[b * 32 + j] = v;
+            sum += v;
+        }
+        sums[b] = sum;
+    }
+}
+
 txc_qact txc_qact_quantize(const float *x, int64_t K, int64_t block, void *buf)
 {
     qact_layout l = qact_layout_of(K, block);
@@ -78,25 +98,20 @@ txc_qact txc_qact_quantize(const float *x, int64_t K, int64_t block, void *buf)
     float *d = (float *)(p + l.d), *s = (float *)(p + l.s);
     int8_t *qs = (int8_t *)(p + l.qs);
     int64_t nb = K / 32, per = block / 32;
+    txc_qact_block_fn fn = qact_block_ref;
+#if TXC_HAVE_X86
+    if (txc_kern_simd_level() >= 1 && txc_qact_block_avx2())
+        fn = txc_qact_block_avx2();
+#endif
     for (int64_t B = 0; B < nb; B += per) {
-        const float *xb = x + B * 32;
-        float amax = 0.0f;
-        for (int64_t j = 0; j < block; j++) {
-            float v = fabsf(xb[j]);
-            amax = amax > v ? amax : v;
-        }
-        float db = amax / 127, id = db != 0.0f ? 1.0f / db : 0.0f;
+        float db;
+        int32_t sums[8];
+        fn(x + B * 32, block, qs + B * 32, &db, sums);
         for (int64_t b = B; b < B + per; b++) {
-            int sum = 0;
-            for (int j = 0; j < 32; j++) {
-                int8_t q = q8(x[b * 32 + j], id);
-                qs[b * 32 + j] = q;
-                sum += q;
-            }
             d[b] = db;
-            s[b] = db * (float)sum;
+            s[b] = db * (float)sums[b - B];
             if (block == 256)
-                ((int16_t *)(p + l.bs))[b] = (int16_t)sum;
+                ((int16_t *)(p + l.bs))[b] = (int16_t)sums[b - B];
         }
         if (block == 256)
             ((float *)(p + l.D))[B / 8] = db;

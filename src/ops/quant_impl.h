@@ -64,6 +64,11 @@ size_t txc_qact_row_bytes(int64_t K, int64_t block);
  * 32-aligned). */
 txc_qact txc_qact_quantize(const float *x, int64_t K, int64_t block, void *buf);
 txc_qact txc_qact_view(const void *buf, int64_t K, int64_t block);
+/* One activation block of `block` floats x to q[block], its scale *d and
+ * its per-32 sums[block/32]; the AVX2 one (NULL without AVX2) gives the
+ * portable loop's bits on finite inputs. */
+typedef void (*txc_qact_block_fn)(const float *x, int64_t block, int8_t *q, float *d, int32_t *sums);
+txc_qact_block_fn txc_qact_block_avx2(void);
 
 /* y[r][j*ldy] for r < m (m <= TXC_QDOT_M), j < n: the dot of weight rows
  * w + j*row_bytes (K elements of dt) with activation rows a[r]. Each y is
