@@ -7,13 +7,17 @@
  *   quantization bit-exact against gguf.quants.quantize / ggml's reference
  *   quantizers (tests/fixtures/quant_fixtures.json, written by
  *   scripts/gen_quant_fixtures.py), for every type.
- * - the linear op with a quantized weight (activations quantized per 32 to
- *   int8, ops/quant_impl.h) against the float32 product with the
- *   dequantized weight (in double): |y - ref| <= sum_b (da_b/2) sum_{k in b}
- *   |w_k| + 1e-5 sum_k |w_k x_k|, da_b = amax_b/127 — the bound of the
- *   activation rounding plus float32 summation; at SIMD levels 0 (portable)
- *   and 1 (AVX2); each row of a batch (M = 2..9) bit-identical to that row
- *   alone, and with 1 or 2 threads.
+ * - the linear op with a quantized weight (activations quantized to int8
+ *   per 32, per 256 for the K-quants, ops/quant_impl.h) against the float32
+ *   product with the dequantized weight (in double): |y - ref| <= sum_B
+ *   (da_B/2) sum_{k in B} |w_k| + 1e-5 sum_k |w_k x_k|, da_B = amax_B/127
+ *   over the activation blocks B — the bound of the activation rounding
+ *   plus float32 summation; at SIMD levels 0 (portable) and 1 (AVX2); K of
+ *   an even and an odd number of 32-blocks (K = 512, 288) and of 2 and 3
+ *   super-blocks (512, 768); each row of a batch (M = 2..9) bit-identical
+ *   to that row alone, and with 1 or 2 threads.
+ * - the activation quantization: AVX2 and portable give the same bytes
+ *   (halves rounded away from zero, NaN to 0).
  * - embedding: a quantized table's rows are the dequantized rows, exactly.
  * - the jit: a compiled linear on a quantized weight input equals eager
  *   bit for bit; other ops refuse a quantized tensor with one message.
@@ -24,6 +28,7 @@
 #include <string.h>
 
 #include "ops/kernels.h"
+#include "ops/quant_impl.h"
 #include "ops/registry.h"
 #include "txc/env.h"
 #include "txc/jit.h"
@@ -213,15 +218,17 @@ static txc_tensor *rand_x(txc_env *env, int64_t M, int64_t K)
     return x;
 }
 
+/* the bound of ops/quant_impl.h over the type's activation blocks B (32 or 256 elements) */
 static void check_bound(txc_dtype dt, const float *y, const float *x, const float *w, int64_t M, int64_t N, int64_t K)
 {
+    int64_t B = txc_qact_block(dt);
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {
             double ref = 0, bound = 0, mag = 0;
-            for (int64_t b = 0; b < K / 32; b++) {
+            for (int64_t b = 0; b < K / B; b++) {
                 double amax = 0, sw = 0;
-                for (int k = 0; k < 32; k++) {
-                    double xv = x[i * K + b * 32 + k], wv = w[j * K + b * 32 + k];
+                for (int64_t k = 0; k < B; k++) {
+                    double xv = x[i * K + b * B + k], wv = w[j * K + b * B + k];
                     ref += xv * wv;
                     mag += fabs(xv * wv);
                     amax = fmax(amax, fabs(xv));
@@ -232,9 +239,52 @@ static void check_bound(txc_dtype dt, const float *y, const float *x, const floa
             bound = bound * 1.0001 + 1e-5 * mag;
             double got = y[i * N + j];
             if (!(fabs(got - ref) <= bound))
-                fail_msg("%s linear [%lld, %lld]: %.9g, float32 reference %.9g, bound %.3g", txc_dtype_name(dt),
-                         (long long)i, (long long)j, got, ref, bound);
+                fail_msg("%s linear K=%lld [%lld, %lld]: %.9g, float32 reference %.9g, bound %.3g", txc_dtype_name(dt),
+                         (long long)K, (long long)i, (long long)j, got, ref, bound);
         }
+}
+
+/* K: an even and an odd number of 32-element blocks (the AVX2 kernels of
+ * the 4/5-bit types take two blocks a step), and 3 super-blocks */
+static void check_linear(txc_env *env, txc_dtype dt, int64_t K, int64_t N, int64_t M)
+{
+    float *w;
+    txc_tensor *W = quant_weight(env, dt, N, K, &w);
+    txc_tensor *x = rand_x(env, M, K);
+    const float *xp = txc_tensor_data_ptr(x);
+    for (int level = 0; level <= 1; level++) {
+        txc_kern_set_simd_level(level);
+        for (int th = 1; th <= 2; th++) {
+            assert_int_equal(txc_threads_set(th), TXC_OK);
+            txc_tensor *y = txc_linear(x, W, NULL);
+            if (!y)
+                fail_msg("%s: %s", txc_dtype_name(dt), txc_last_error());
+            assert_int_equal(txc_tensor_dtype(y), TXC_F32);
+            const float *yp = txc_tensor_data_ptr(y);
+            check_bound(dt, yp, xp, w, M, N, K);
+            /* each row alone, and the first rows as smaller batches: the same bits */
+            for (int64_t m = 1; m < M; m += 3) {
+                txc_tensor *xs = txc_narrow(x, 0, 0, m);
+                txc_tensor *ys = txc_linear(xs, W, NULL);
+                assert_non_null(ys);
+                assert_memory_equal(txc_tensor_data_ptr(ys), yp, (size_t)(m * N) * 4);
+            }
+            for (int64_t i = 0; i < M; i++) {
+                txc_tensor *xi = txc_select(x, 0, i);
+                txc_tensor *yi = txc_linear(xi, W, NULL);
+                assert_non_null(yi);
+                assert_memory_equal(txc_tensor_data_ptr(yi), yp + i * N, (size_t)N * 4);
+            }
+        }
+    }
+    txc_kern_set_simd_level(-1);
+    /* the two thread counts gave the same bits: compare 1 and 2 once more directly */
+    assert_int_equal(txc_threads_set(1), TXC_OK);
+    txc_tensor *y1 = txc_linear(x, W, NULL);
+    assert_int_equal(txc_threads_set(2), TXC_OK);
+    txc_tensor *y2 = txc_linear(x, W, NULL);
+    assert_memory_equal(txc_tensor_data_ptr(y1), txc_tensor_data_ptr(y2), (size_t)(M * N) * 4);
+    free(w);
 }
 
 static void test_linear(void **state)
@@ -242,49 +292,61 @@ static void test_linear(void **state)
     (void)state;
     txc_env *env = txc_env_default();
     int mark = txc_env_scope_begin(env);
-    const int64_t K = 512, N = 80, M = 9;
-    for (size_t t = 0; t < sizeof ALL / sizeof ALL[0]; t++) {
-        txc_dtype dt = ALL[t];
-        float *w;
-        txc_tensor *W = quant_weight(env, dt, N, K, &w);
-        txc_tensor *x = rand_x(env, M, K);
-        const float *xp = txc_tensor_data_ptr(x);
-        for (int level = 0; level <= 1; level++) {
-            txc_kern_set_simd_level(level);
-            for (int th = 1; th <= 2; th++) {
-                assert_int_equal(txc_threads_set(th), TXC_OK);
-                txc_tensor *y = txc_linear(x, W, NULL);
-                if (!y)
-                    fail_msg("%s: %s", txc_dtype_name(dt), txc_last_error());
-                assert_int_equal(txc_tensor_dtype(y), TXC_F32);
-                const float *yp = txc_tensor_data_ptr(y);
-                check_bound(dt, yp, xp, w, M, N, K);
-                /* each row alone, and the first rows as smaller batches: the same bits */
-                for (int64_t m = 1; m < M; m += 3) {
-                    txc_tensor *xs = txc_narrow(x, 0, 0, m);
-                    txc_tensor *ys = txc_linear(xs, W, NULL);
-                    assert_non_null(ys);
-                    assert_memory_equal(txc_tensor_data_ptr(ys), yp, (size_t)(m * N) * 4);
-                }
-                for (int64_t i = 0; i < M; i++) {
-                    txc_tensor *xi = txc_select(x, 0, i);
-                    txc_tensor *yi = txc_linear(xi, W, NULL);
-                    assert_non_null(yi);
-                    assert_memory_equal(txc_tensor_data_ptr(yi), yp + i * N, (size_t)N * 4);
-                }
-            }
-        }
-        txc_kern_set_simd_level(-1);
-        /* the two thread counts gave the same bits: compare 1 and 2 once more directly */
-        assert_int_equal(txc_threads_set(1), TXC_OK);
-        txc_tensor *y1 = txc_linear(x, W, NULL);
-        assert_int_equal(txc_threads_set(2), TXC_OK);
-        txc_tensor *y2 = txc_linear(x, W, NULL);
-        assert_memory_equal(txc_tensor_data_ptr(y1), txc_tensor_data_ptr(y2), (size_t)(M * N) * 4);
-        free(w);
-    }
+    static const int64_t Ks[] = {512, 288, 768};
+    for (size_t t = 0; t < sizeof ALL / sizeof ALL[0]; t++)
+        for (size_t k = 0; k < sizeof Ks / sizeof Ks[0]; k++)
+            if (Ks[k] % txc_dtype_block_size(ALL[t]) == 0)
+                check_linear(env, ALL[t], Ks[k], k == 0 ? 80 : 37, k == 0 ? 9 : 5);
     assert_int_equal(txc_threads_set(1), TXC_OK);
     txc_env_scope_end(env, mark);
+}
+
+/* the activation quantization: the AVX2 block quantizer gives the portable
+ * loop's bytes (round half away from zero at exact halves, NaN to 0, the
+ * clamp), for activation blocks of 32 and 256 */
+static void test_qact(void **state)
+{
+    (void)state;
+    const int64_t K = 768;
+    float *x = malloc((size_t)K * 4);
+    for (int64_t i = 0; i < K; i++)
+        x[i] = frand();
+    /* block 0: amax 127, so x*id is x: exact halves both ways, and near-halves */
+    x[0] = 127.0f, x[1] = 2.5f, x[2] = -2.5f, x[3] = 0.5f, x[4] = -0.5f, x[5] = 0.49999997f, x[6] = -126.5f;
+    x[7] = 3.5f, x[8] = 1.5000001f;
+    x[700] = NAN; /* in block 21 of 32, super-block 2: a NaN element */
+    x[64] = 0.0f;
+    for (int i = 96; i < 128; i++) /* block 3: all zero, d = 0 */
+        x[i] = 0.0f;
+    for (int64_t block = 32; block <= 256; block *= 8) {
+        size_t n = txc_qact_row_bytes(K, block);
+        char *b0 = aligned_alloc(32, n), *b1 = aligned_alloc(32, n);
+        memset(b0, 0, n), memset(b1, 0, n);
+        txc_kern_set_simd_level(0);
+        txc_qact_quantize(x, K, block, b0);
+        txc_kern_set_simd_level(1);
+        txc_qact_quantize(x, K, block, b1);
+        txc_kern_set_simd_level(-1);
+        txc_qact a0 = txc_qact_view(b0, K, block), a1 = txc_qact_view(b1, K, block);
+        /* outside the NaN's block (whose amax depends on the order of the max): the same bytes */
+        int64_t nan_at = 700 / block * block;
+        assert_memory_equal(a0.qs, a1.qs, (size_t)nan_at);
+        assert_memory_equal(a0.qs + nan_at + block, a1.qs + nan_at + block, (size_t)(K - nan_at - block));
+        assert_int_equal(a0.qs[700], 0);
+        assert_int_equal(a1.qs[700], 0);
+        for (int64_t b = 0; b < K / 32; b++)
+            if (b * 32 / block != 700 / block) {
+                assert_true(a0.d[b] == a1.d[b]);
+                assert_true(a0.s[b] == a1.s[b]);
+            }
+        if (block == 32) {
+            static const int8_t want[9] = {127, 3, -3, 1, -1, 0, -127, 4, 2};
+            assert_memory_equal(a0.qs, want, 9);
+            assert_true(a0.d[3] == 0.0f);
+        }
+        free(b0), free(b1);
+    }
+    free(x);
 }
 
 static void test_embedding(void **state)
@@ -392,6 +454,7 @@ int main(void)
         cmocka_unit_test(test_arrays),
         cmocka_unit_test(test_fixtures),
         cmocka_unit_test(test_linear),
+        cmocka_unit_test(test_qact),
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_group),
         cmocka_unit_test(test_jit_and_refusals),

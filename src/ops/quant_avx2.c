@@ -1,16 +1,15 @@
 /* AVX2 dot kernels of the block-quantized types against int8 activation
- * blocks (ops/quant_impl.h): per 32-element block the weight's integers
- * meet the activation's in _mm256_maddubs_epi16 (unsigned x signed bytes,
- * pairs summed to int16, exact: |sum| <= 2*128*127) and
- * _mm256_madd_epi16 (int32 lanes), as ggml's ggml_vec_dot_q4_0_q8_0 & co;
- * the block's eight int32 lanes are converted to float and accumulated
- * with the block's scale product (dw*da) by FMA; a type with a min adds
- * mw * s per block in a scalar sum. Signed weights (Q8_0, Q6_K) go
- * through the sign trick (|w| x sign(a, w)); Q4_0/Q5_0 are read as
- * unsigned q with the min -8*dw / -16*dw. Even and odd blocks go to two
- * accumulators (two FMA chains); their lanes are summed at the end of the
- * row. Each (activation row, weight row) result follows the same
- * operations whatever m and n. */
+ * blocks (ops/quant_impl.h): the weight's integers meet the activation's
+ * in _mm256_maddubs_epi16 (unsigned x signed bytes, pairs summed to int16,
+ * exact) and _mm256_madd_epi16 (int32 lanes), as ggml's
+ * ggml_vec_dot_q4_0_q8_0 & co. Q8_0 and Q6_K: one 32-element block at a
+ * time, signed weights through the sign trick (|w| x sign(a, w)), the
+ * block's eight int32 lanes converted to float and accumulated with the
+ * block's scale product (dw*da) by FMA. Q4_0 ... Q5_1 take two blocks a
+ * step against the activation's pair layout, Q4_K/Q5_K a super-block in
+ * int32 against one activation scale a super-block (see each kernel).
+ * Each (activation row, weight row) result follows the same operations
+ * whatever m and n. */
 #include <string.h>
 
 #include "ops/kernels.h"
@@ -33,24 +32,6 @@ TXC_INLINE_AVX2 float f16(const uint8_t *p)
     return _cvtsh_ss(h);
 }
 
-/* 16 bytes of nibbles -> 32 bytes: low nibbles (elements 0..15), then high (16..31) */
-TXC_INLINE_AVX2 __m256i nibbles16(const uint8_t *q)
-{
-    __m128i b = _mm_loadu_si128((const __m128i *)q), m = _mm_set1_epi8(15);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
-}
-
-/* 32 bits -> 32 bytes 0xff where the bit is set (ggml's bytes_from_bits_32) */
-TXC_INLINE_AVX2 __m256i bits32(const uint8_t *p)
-{
-    uint32_t x;
-    memcpy(&x, p, 4);
-    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
-    __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
-    b = _mm256_or_si256(b, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
-    return _mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1));
-}
-
 /* unsigned weight bytes u (<= 127 with a <= 127 in size) . signed activation bytes a -> 8 int32 */
 TXC_INLINE_AVX2 __m256i dot_u(__m256i u, __m256i a)
 {
@@ -58,14 +39,6 @@ TXC_INLINE_AVX2 __m256i dot_u(__m256i u, __m256i a)
 }
 
 #define ACT(r, b) _mm256_loadu_si256((const __m256i *)(a[r].qs + (b) * 32))
-
-/* one block of unsigned weights u with scale dw and min mw (per row r) */
-#define BLOCK_U(u, dw, mw, b, ACC)                                                                     \
-    for (int r = 0; r < m; r++) {                                                                      \
-        __m256 p_ = _mm256_cvtepi32_ps(dot_u(u, ACT(r, b)));                                           \
-        ACC[r] = _mm256_fmadd_ps(_mm256_set1_ps((dw) * a[r].d[b]), p_, ACC[r]);                         \
-        accm[r] += (mw) * a[r].s[b];                                                                   \
-    }
 
 /* one block of signed weights w (scale dw, no min) */
 #define BLOCK_S(w, dw, b, ACC)                                                                         \
@@ -94,7 +67,7 @@ TXC_INLINE_AVX2 __m256i dot_u(__m256i u, __m256i a)
 
 /* The 32-element types share one row loop: even and odd blocks to the two
  * FMA chains, a last odd block to the first. DECODE(p, b, ACC) reads the
- * block at p (block index b) and adds it to ACC with BLOCK_U / BLOCK_S. */
+ * block at p (block index b) and adds it to ACC with BLOCK_S. */
 #define K_BLOCKS32(T, BYTES, DECODE)                                                                   \
     TXC_INLINE_AVX2 void k_##T(const uint8_t *w, size_t rb, int64_t n, int64_t nb, const txc_qact *a, int m, \
                                float *y, int64_t ldy)                                                  \
@@ -117,86 +90,198 @@ TXC_INLINE_AVX2 __m256i dot_u(__m256i u, __m256i a)
     __m256i q = _mm256_loadu_si256((const __m256i *)(p + 2));                                          \
     float dw = f16(p);                                                                                 \
     BLOCK_S(q, dw, B, ACC);
-/* Q4_0: d, 16 bytes of nibbles; q - 8 as q with the min -8d */
-#define DEC_Q4_0(P, B, ACC)                                                                            \
-    const uint8_t *p = P;                                                                              \
-    float dw = f16(p);                                                                                 \
-    __m256i u = nibbles16(p + 2);                                                                      \
-    BLOCK_U(u, dw, -8.0f * dw, B, ACC);
-/* Q4_1: d, m, 16 bytes of nibbles */
-#define DEC_Q4_1(P, B, ACC)                                                                            \
-    const uint8_t *p = P;                                                                              \
-    float dw = f16(p), mw = f16(p + 2);                                                                \
-    __m256i u = nibbles16(p + 4);                                                                      \
-    BLOCK_U(u, dw, mw, B, ACC);
-/* Q5_0: d, 32 fifth bits, 16 bytes of nibbles; q - 16 as q with the min -16d */
-#define DEC_Q5_0(P, B, ACC)                                                                            \
-    const uint8_t *p = P;                                                                              \
-    float dw = f16(p);                                                                                 \
-    __m256i u = _mm256_or_si256(nibbles16(p + 6), _mm256_and_si256(bits32(p + 2), _mm256_set1_epi8(16))); \
-    BLOCK_U(u, dw, -16.0f * dw, B, ACC);
-/* Q5_1: d, m, 32 fifth bits, 16 bytes of nibbles */
-#define DEC_Q5_1(P, B, ACC)                                                                            \
-    const uint8_t *p = P;                                                                              \
-    float dw = f16(p), mw = f16(p + 2);                                                                \
-    __m256i u = _mm256_or_si256(nibbles16(p + 8), _mm256_and_si256(bits32(p + 4), _mm256_set1_epi8(16))); \
-    BLOCK_U(u, dw, mw, B, ACC);
-
 K_BLOCKS32(q8_0, 34, DEC_Q8_0)
-K_BLOCKS32(q4_0, 18, DEC_Q4_0)
-K_BLOCKS32(q4_1, 20, DEC_Q4_1)
-K_BLOCKS32(q5_0, 22, DEC_Q5_0)
-K_BLOCKS32(q5_1, 24, DEC_Q5_1)
 
-/* Q4_K / Q5_K: super-blocks of 8 sub-blocks of 32 (two per 32 bytes of
- * nibbles), 6-bit scales and mins */
+TXC_INLINE_AVX2 uint32_t ld16(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return h;
+}
+
+TXC_INLINE_AVX2 uint32_t ld32(const uint8_t *p)
+{
+    uint32_t h;
+    memcpy(&h, p, 4);
+    return h;
+}
+
+/* 32 bits -> 32 bytes 16 where the bit is set */
+TXC_INLINE_AVX2 __m256i bits32_16(uint32_t x)
+{
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
+    b = _mm256_or_si256(b, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(16));
+}
+
+/* Q4_0, Q4_1, Q5_0, Q5_1: two blocks b, b+1 a step. Their nibbles in one
+ * register (low nibbles: elements [0,16) of b, then of b+1; high: [16,32))
+ * meet the activation's pair layout (ops/quant_impl.h): the two maddubs'
+ * int16 sums add without overflow (|.| <= 2*2*31*127), one madd leaves
+ * four int32 lanes a block, and the block dots are scaled by one vector
+ * (dw_b x4, dw_b+1 x4) * (da_b x4, da_b+1 x4). The offset types (q - 8,
+ * q - 16) subtract offset*sum(q_a) from the exact integer dot; the types
+ * with a min add m*s by a 4-lane FMA of (d_b, m_b, d_b+1, m_b+1) with
+ * (0, s_b, 0, s_b+1). An odd last block pairs with zeros. */
+enum { P_Q4_0, P_Q4_1, P_Q5_0, P_Q5_1 };
+
+TXC_INLINE_AVX2 void pair_step(int T, bool tail, const uint8_t *b0, int64_t p, const txc_qact *a, int m, __m256 *acc,
+                               __m128 *accm)
+{
+    const int BYTES = T == P_Q4_0 ? 18 : T == P_Q4_1 ? 20 : T == P_Q5_0 ? 22 : 24;
+    const int QOFF = T == P_Q4_0 ? 2 : T == P_Q4_1 ? 4 : T == P_Q5_0 ? 6 : 8;
+    const bool MIN = T == P_Q4_1 || T == P_Q5_1, FIVE = T == P_Q5_0 || T == P_Q5_1;
+    const int SHIFT = T == P_Q4_0 ? 3 : 4; /* offset 8 or 16 */
+    const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+    const uint8_t *b1 = b0 + BYTES;
+    __m128i x0 = _mm_loadu_si128((const __m128i *)(b0 + QOFF));
+    __m128i x1 = tail ? _mm_setzero_si128() : _mm_loadu_si128((const __m128i *)(b1 + QOFF));
+    __m256i raw = _mm256_set_m128i(x1, x0);
+    __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+    if (FIVE) {
+        uint32_t h0 = ld32(b0 + QOFF - 4), h1 = tail ? 0 : ld32(b1 + QOFF - 4);
+        lo = _mm256_or_si256(lo, bits32_16((h0 & 0xffffu) | (h1 << 16)));
+        hi = _mm256_or_si256(hi, bits32_16((h0 >> 16) | (h1 & 0xffff0000u)));
+    }
+    __m128 F;
+    __m256 dw;
+    if (MIN) {
+        uint64_t h = ld32(b0) | (tail ? 0 : (uint64_t)ld32(b1) << 32);
+        F = _mm_cvtph_ps(_mm_cvtsi64_si128((long long)h));
+        dw = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(F), _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2));
+    } else {
+        uint32_t h = ld16(b0) | (tail ? 0 : ld16(b1) << 16);
+        F = _mm_cvtph_ps(_mm_cvtsi32_si128((int)h));
+        dw = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(F), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+    }
+    for (int r = 0; r < m; r++) {
+        const int8_t *q = a[r].qp + p * 64;
+        __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)q)),
+                                       _mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(q + 32))));
+        __m256i i32 = _mm256_madd_epi16(s16, ones);
+        if (!MIN)
+            i32 = _mm256_sub_epi32(i32, _mm256_slli_epi32(_mm256_loadu_si256((const __m256i *)(a[r].iv + p * 8)), SHIFT));
+        __m256 sc = _mm256_mul_ps(dw, _mm256_loadu_ps(a[r].dv + p * 8));
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32), sc, acc[r]);
+        if (MIN)
+            accm[r] = _mm_fmadd_ps(F, _mm_loadu_ps(a[r].sv + p * 4), accm[r]);
+    }
+}
+
+TXC_INLINE_AVX2 float hsum128(__m128 s)
+{
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* even and odd pairs to two accumulators (two FMA chains), a last odd pair to the first */
+TXC_INLINE_AVX2 void k_pair(int T, const uint8_t *w, size_t rb, int64_t n, int64_t nb, const txc_qact *a, int m,
+                            float *y, int64_t ldy)
+{
+    const int BYTES = T == P_Q4_0 ? 18 : T == P_Q4_1 ? 20 : T == P_Q5_0 ? 22 : 24;
+    const bool MIN = T == P_Q4_1 || T == P_Q5_1;
+    int64_t full = nb / 2;
+    for (int64_t j = 0; j < n; j++) {
+        const uint8_t *row = w + (size_t)j * rb;
+        __m256 acc[TXC_QDOT_M], acc1[TXC_QDOT_M];
+        __m128 accm[TXC_QDOT_M], accm1[TXC_QDOT_M];
+        for (int r = 0; r < m; r++)
+            acc[r] = acc1[r] = _mm256_setzero_ps(), accm[r] = accm1[r] = _mm_setzero_ps();
+        int64_t p = 0;
+        for (; p + 1 < full; p += 2) {
+            pair_step(T, false, row + 2 * p * BYTES, p, a, m, acc, accm);
+            pair_step(T, false, row + 2 * (p + 1) * BYTES, p + 1, a, m, acc1, accm1);
+        }
+        if (p < full)
+            pair_step(T, false, row + 2 * p * BYTES, p, a, m, acc, accm), p++;
+        if (nb & 1)
+            pair_step(T, true, row + 2 * p * BYTES, p, a, m, acc1, accm1);
+        for (int r = 0; r < m; r++) {
+            float v = hsum(_mm256_add_ps(acc[r], acc1[r]));
+            if (MIN)
+                v += hsum128(_mm_add_ps(accm[r], accm1[r]));
+            y[r * ldy + j] = v;
+        }
+    }
+}
+
+#define K_PAIR(T, E)                                                                                   \
+    TXC_INLINE_AVX2 void k_##T(const uint8_t *w, size_t rb, int64_t n, int64_t nb, const txc_qact *a, int m, \
+                               float *y, int64_t ldy)                                                  \
+    {                                                                                                  \
+        k_pair(E, w, rb, n, nb, a, m, y, ldy);                                                         \
+    }
+K_PAIR(q4_0, P_Q4_0)
+K_PAIR(q4_1, P_Q4_1)
+K_PAIR(q5_0, P_Q5_0)
+K_PAIR(q5_1, P_Q5_1)
+
+/* Q4_K / Q5_K against activations with one scale D a super-block (ggml's
+ * q8_K): the eight 6-bit scales and mins unpacked as bytes by 32-bit word
+ * operations, widened to int16; per 32-element sub-block the maddubs'
+ * int16 pair sums are scaled by the sub-block's integer scale in madd and
+ * summed in int32 over the super-block (exact: |.| <= 8*2*2*31*127*63);
+ * one FMA adds d*D*sum. The mins: madd of the eight mins with the
+ * activation's per-32 integer sums, (dmin*D) * that by a 4-lane FMA,
+ * subtracted at the end of the row. */
 TXC_INLINE_AVX2 void k_qk(bool five, const uint8_t *w, size_t rb, int64_t n, int64_t nb, const txc_qact *a, int m,
                           float *y, int64_t ldy)
 {
     const __m256i m4 = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
-    ROW_BEGIN
-    __m256 accmv[TXC_QDOT_M]; /* the mins' sum, eight sub-blocks a lane */
-    for (int r = 0; r < m; r++)
-        accmv[r] = _mm256_setzero_ps();
-    for (int64_t sb = 0; sb < nb / 8; sb++) {
-        const uint8_t *p = row + sb * (five ? 176 : 144);
-        float d = f16(p), dmin = f16(p + 2), dw[8], mw[8];
-        const uint8_t *q = p + 4; /* ggml's get_scale_min_k4, inlined */
-        for (int s = 0; s < 4; s++) {
-            dw[s] = d * (float)(q[s] & 63);
-            mw[s] = -(dmin * (float)(q[s + 4] & 63));
-            dw[s + 4] = d * (float)((q[s + 8] & 0xf) | ((q[s] >> 6) << 4));
-            mw[s + 4] = -(dmin * (float)((q[s + 8] >> 4) | ((q[s + 4] >> 6) << 4)));
-        }
-        /* per row: the eight scale products dw*da at once, the mins' terms by one FMA */
-        float ds[TXC_QDOT_M][8];
-        __m256 dwv = _mm256_loadu_ps(dw), mwv = _mm256_loadu_ps(mw);
-        for (int r = 0; r < m; r++) {
-            _mm256_storeu_ps(ds[r], _mm256_mul_ps(dwv, _mm256_loadu_ps(a[r].d + sb * 8)));
-            accmv[r] = _mm256_fmadd_ps(mwv, _mm256_loadu_ps(a[r].s + sb * 8), accmv[r]);
-        }
-        const uint8_t *ql = p + (five ? 48 : 16);
-        __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(p + 16)) : _mm256_setzero_si256();
-        for (int g = 0; g < 4; g++) {
-            __m256i bytes = _mm256_loadu_si256((const __m256i *)(ql + 32 * g));
-            __m256i lo = _mm256_and_si256(bytes, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
-            if (five) {
-                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
-                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 1), one), 4));
-                qh = _mm256_srli_epi16(qh, 2);
-            }
-            int64_t b = sb * 8 + 2 * g;
+    const size_t SB = five ? 176 : 144;
+    for (int64_t j = 0; j < n; j++) {
+        const uint8_t *row = w + (size_t)j * rb;
+        __m256 acc[TXC_QDOT_M];
+        __m128 accm[TXC_QDOT_M];
+        for (int r = 0; r < m; r++)
+            acc[r] = _mm256_setzero_ps(), accm[r] = _mm_setzero_ps();
+        for (int64_t sb = 0; sb < nb / 8; sb++) {
+            const uint8_t *p = row + sb * SB;
+            __m128 F = _mm_cvtph_ps(_mm_cvtsi32_si128((int)ld32(p))); /* d, dmin */
+            uint32_t q0 = ld32(p + 4), q1 = ld32(p + 8), q2 = ld32(p + 12);
+            uint32_t sc_lo = q0 & 0x3f3f3f3fu, mn_lo = q1 & 0x3f3f3f3fu;
+            uint32_t sc_hi = (q2 & 0x0f0f0f0fu) | ((q0 >> 2) & 0x30303030u);
+            uint32_t mn_hi = ((q2 >> 4) & 0x0f0f0f0fu) | ((q1 >> 2) & 0x30303030u);
+            __m256i sm = _mm256_cvtepu8_epi16(_mm_set_epi32((int)mn_hi, (int)mn_lo, (int)sc_hi, (int)sc_lo));
+            __m256i scb = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm));
+            __m128i mins = _mm256_extracti128_si256(sm, 1);
+            __m256i sumi[TXC_QDOT_M];
+            __m128 dd[TXC_QDOT_M];
             for (int r = 0; r < m; r++) {
-                __m256 plo = _mm256_cvtepi32_ps(dot_u(lo, ACT(r, b)));
-                __m256 phi = _mm256_cvtepi32_ps(dot_u(hi, ACT(r, b + 1)));
-                acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&ds[r][2 * g]), plo, acc[r]);
-                acc1[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(&ds[r][2 * g + 1]), phi, acc1[r]);
+                dd[r] = _mm_mul_ps(F, _mm_set1_ps(a[r].D[sb]));
+                __m128i pm = _mm_madd_epi16(mins, _mm_loadu_si128((const __m128i *)(a[r].bs + sb * 8)));
+                accm[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(pm), _mm_shuffle_ps(dd[r], dd[r], 0x55), accm[r]);
+                sumi[r] = _mm256_setzero_si256();
             }
+            const uint8_t *ql = p + (five ? 48 : 16);
+            __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(p + 16)) : _mm256_setzero_si256();
+            for (int g = 0; g < 4; g++) {
+                __m256i bytes = _mm256_loadu_si256((const __m256i *)(ql + 32 * g));
+                __m256i lo = _mm256_and_si256(bytes, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
+                if (five) {
+                    lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
+                    hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 1), one), 4));
+                    qh = _mm256_srli_epi16(qh, 2);
+                }
+                /* int16 scale k in every lane: bytes 2k, 2k+1 of each 128-bit half */
+                __m256i slo = _mm256_shuffle_epi8(scb, _mm256_set1_epi16((short)(((4 * g + 1) << 8) | (4 * g))));
+                __m256i shi = _mm256_shuffle_epi8(scb, _mm256_set1_epi16((short)(((4 * g + 3) << 8) | (4 * g + 2))));
+                for (int r = 0; r < m; r++) {
+                    const int8_t *q = a[r].qs + sb * 256 + 64 * g;
+                    __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, _mm256_loadu_si256((const __m256i *)q)), slo);
+                    __m256i phi =
+                        _mm256_madd_epi16(_mm256_maddubs_epi16(hi, _mm256_loadu_si256((const __m256i *)(q + 32))), shi);
+                    sumi[r] = _mm256_add_epi32(sumi[r], _mm256_add_epi32(plo, phi));
+                }
+            }
+            for (int r = 0; r < m; r++)
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[r]), _mm256_broadcastss_ps(dd[r]), acc[r]);
         }
+        for (int r = 0; r < m; r++)
+            y[r * ldy + j] = hsum(acc[r]) - hsum128(accm[r]);
     }
-    for (int r = 0; r < m; r++)
-        accm[r] = hsum(accmv[r]);
-    ROW_END
 }
 
 TXC_INLINE_AVX2 void k_q4_k(const uint8_t *w, size_t rb, int64_t n, int64_t nb, const txc_qact *a, int m, float *y,
@@ -272,6 +357,51 @@ ENTRY(q4_k)
 ENTRY(q5_k)
 ENTRY(q6_k)
 
+/* One activation block (32 or 256 floats) as txc_qact_quantize's portable
+ * loop computes it, bit for bit on finite inputs: amax by max (order-free),
+ * d = amax/127 and id = 1/d in scalar, x*id rounded half away from zero
+ * (the truncation plus the sign where the exact remainder is >= 1/2, as
+ * roundf), NaN made 0, clamped to +-127; the per-32 sums in int32. */
+TXC_AVX2 static void qact_block_avx2(const float *x, int64_t block, int8_t *q, float *d_out, int32_t *sums)
+{
+    const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 mx = _mm256_setzero_ps();
+    for (int64_t j = 0; j < block; j += 8)
+        mx = _mm256_max_ps(mx, _mm256_and_ps(_mm256_loadu_ps(x + j), absm));
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    float amax = _mm_cvtss_f32(m4);
+    float d = amax / 127, id = d != 0.0f ? 1.0f / d : 0.0f;
+    *d_out = d;
+    const __m256 vid = _mm256_set1_ps(id), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+    const __m256 lim = _mm256_set1_ps(127.0f), nlim = _mm256_set1_ps(-127.0f);
+    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
+    const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t b = 0; b < block / 32; b++) {
+        __m256i iv[4];
+        for (int k = 0; k < 4; k++) {
+            __m256 p = _mm256_mul_ps(_mm256_loadu_ps(x + b * 32 + k * 8), vid);
+            __m256 t = _mm256_round_ps(p, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+            __m256 up = _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(p, t), absm), half, _CMP_GE_OQ);
+            __m256 r = _mm256_add_ps(t, _mm256_and_ps(up, _mm256_or_ps(_mm256_and_ps(p, sign), one)));
+            r = _mm256_and_ps(r, _mm256_cmp_ps(p, p, _CMP_ORD_Q));
+            r = _mm256_min_ps(_mm256_max_ps(r, nlim), lim);
+            iv[k] = _mm256_cvttps_epi32(r);
+        }
+        __m256i q16a = _mm256_packs_epi32(iv[0], iv[1]), q16b = _mm256_packs_epi32(iv[2], iv[3]);
+        __m256i q8v = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16a, q16b), perm);
+        _mm256_storeu_si256((__m256i *)(q + b * 32), q8v);
+        __m256i s32 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q8v), _mm256_set1_epi16(1));
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+        sums[b] = _mm_cvtsi128_si32(s4);
+    }
+}
+
+txc_qact_block_fn txc_qact_block_avx2(void) { return qact_block_avx2; }
+
 txc_qdot_fn txc_qdot_avx2_for(txc_dtype dt)
 {
     switch (dt) {
@@ -293,4 +423,5 @@ txc_qdot_fn txc_qdot_avx2_for(txc_dtype dt)
     (void)dt;
     return NULL;
 }
+txc_qact_block_fn txc_qact_block_avx2(void) { return NULL; }
 #endif

@@ -13,43 +13,140 @@
 
 /* ---- activations ------------------------------------------------------------------ */
 
-size_t txc_qact_row_bytes(int64_t K)
+int64_t txc_qact_block(txc_dtype dt)
 {
-    size_t nb = (size_t)(K / 32);
-    return ((nb * 8 + (size_t)K) + 31) & ~(size_t)31;
+    return dt == TXC_Q4_K || dt == TXC_Q5_K || dt == TXC_Q6_K ? 256 : 32;
 }
 
-txc_qact txc_qact_view(const void *buf, int64_t K)
-{
-    size_t nb = (size_t)(K / 32);
-    const char *p = buf;
-    return (txc_qact){(const float *)p, (const float *)p + nb, (const int8_t *)(p + nb * 8)};
-}
+/* byte offsets of a row's parts (each 32-aligned) */
+typedef struct qact_layout {
+    size_t d, s, qs, qp, dv, sv, iv, bs, D, total;
+} qact_layout;
 
-txc_qact txc_qact_quantize(const float *x, int64_t K, void *buf)
+static size_t al32(size_t x) { return (x + 31) & ~(size_t)31; }
+
+static qact_layout qact_layout_of(int64_t K, int64_t block)
 {
-    int64_t nb = K / 32;
-    float *d = buf, *s = d + nb;
-    int8_t *qs = (int8_t *)(s + nb);
-    for (int64_t b = 0; b < nb; b++) {
-        const float *xb = x + b * 32;
-        float amax = 0.0f;
-        for (int j = 0; j < 32; j++) {
-            float a = fabsf(xb[j]);
-            amax = amax > a ? amax : a;
-        }
-        float db = amax / 127, id = db != 0.0f ? 1.0f / db : 0.0f;
-        int sum = 0;
-        for (int j = 0; j < 32; j++) {
-            float r = roundf(xb[j] * id); /* |r| <= 127; clamped (and NaN made 0) before the cast */
-            int q = r >= 127.0f ? 127 : r <= -127.0f ? -127 : r == r ? (int)r : 0;
-            qs[b * 32 + j] = (int8_t)q;
-            sum += q;
-        }
-        d[b] = db;
-        s[b] = db * (float)sum;
+    size_t nb = (size_t)(K / 32), np = (nb + 1) / 2, k = (size_t)K;
+    qact_layout l = {0};
+    l.s = al32(nb * 4);
+    l.qs = l.s + al32(nb * 4);
+    size_t at = l.qs + k;
+    if (block == 256) {
+        l.bs = at, at += al32(nb * 2);
+        l.D = at, at += al32(nb / 8 * 4);
+    } else {
+        l.qp = at, at += np * 64;
+        l.dv = at, at += np * 32;
+        l.sv = at, at += al32(np * 16);
+        l.iv = at, at += np * 32;
     }
-    return txc_qact_view(buf, K);
+    l.total = at;
+    return l;
+}
+
+size_t txc_qact_row_bytes(int64_t K, int64_t block) { return qact_layout_of(K, block).total; }
+
+txc_qact txc_qact_view(const void *buf, int64_t K, int64_t block)
+{
+    qact_layout l = qact_layout_of(K, block);
+    const char *p = buf;
+    txc_qact a = {.d = (const float *)(p + l.d), .s = (const float *)(p + l.s), .qs = (const int8_t *)(p + l.qs)};
+    if (block == 256) {
+        a.bs = (const int16_t *)(p + l.bs);
+        a.D = (const float *)(p + l.D);
+    } else {
+        a.qp = (const int8_t *)(p + l.qp);
+        a.dv = (const float *)(p + l.dv);
+        a.sv = (const float *)(p + l.sv);
+        a.iv = (const int32_t *)(p + l.iv);
+    }
+    return a;
+}
+
+/* round-half-away(x * id), |.| <= 127 (clamped, and NaN made 0, before the cast) */
+static inline int8_t q8(float x, float id)
+{
+    float r = roundf(x * id);
+    return (int8_t)(r >= 127.0f ? 127 : r <= -127.0f ? -127 : r == r ? (int)r : 0);
+}
+
+static void qact_block_ref(const float *x, int64_t block, int8_t *q, float *d_out, int32_t *sums)
+{
+    float amax = 0.0f;
+    for (int64_t j = 0; j < block; j++) {
+        float v = fabsf(x[j]);
+        amax = amax > v ? amax : v;
+    }
+    float d = amax / 127, id = d != 0.0f ? 1.0f / d : 0.0f;
+    *d_out = d;
+    for (int64_t b = 0; b < block / 32; b++) {
+        int32_t sum = 0;
+        for (int j = 0; j < 32; j++) {
+            int8_t v = q8(x[b * 32 + j], id);
+            q[b * 32 + j] = v;
+            sum += v;
+        }
+        sums[b] = sum;
+    }
+}
+
+txc_qact txc_qact_quantize(const float *x, int64_t K, int64_t block, void *buf)
+{
+    qact_layout l = qact_layout_of(K, block);
+    char *p = buf;
+    float *d = (float *)(p + l.d), *s = (float *)(p + l.s);
+    int8_t *qs = (int8_t *)(p + l.qs);
+    int64_t nb = K / 32, per = block / 32;
+    txc_qact_block_fn fn = qact_block_ref;
+#if TXC_HAVE_X86
+    if (txc_kern_simd_level() >= 1 && txc_qact_block_avx2())
+        fn = txc_qact_block_avx2();
+#endif
+    for (int64_t B = 0; B < nb; B += per) {
+        float db;
+        int32_t sums[8];
+        fn(x + B * 32, block, qs + B * 32, &db, sums);
+        for (int64_t b = B; b < B + per; b++) {
+            d[b] = db;
+            s[b] = db * (float)sums[b - B];
+            if (block == 256)
+                ((int16_t *)(p + l.bs))[b] = (int16_t)sums[b - B];
+        }
+        if (block == 256)
+            ((float *)(p + l.D))[B / 8] = db;
+    }
+    if (block != 256) { /* the pairs */
+        int8_t *qp = (int8_t *)(p + l.qp);
+        float *dv = (float *)(p + l.dv), *sv = (float *)(p + l.sv);
+        int32_t *iv = (int32_t *)(p + l.iv);
+        for (int64_t pr = 0; pr < (nb + 1) / 2; pr++) {
+            for (int h = 0; h < 2; h++) {
+                int64_t b = 2 * pr + h;
+                int8_t *o = qp + pr * 64 + h * 16;
+                float *dd = dv + pr * 8 + h * 4;
+                int32_t *ii = iv + pr * 8 + h * 4;
+                sv[pr * 4 + 2 * h] = 0.0f;
+                memset(ii, 0, 16);
+                if (b < nb) {
+                    memcpy(o, qs + b * 32, 16);
+                    memcpy(o + 32, qs + b * 32 + 16, 16);
+                    int sum = 0;
+                    for (int j = 0; j < 32; j++)
+                        sum += qs[b * 32 + j];
+                    dd[0] = dd[1] = dd[2] = dd[3] = d[b];
+                    sv[pr * 4 + 2 * h + 1] = s[b];
+                    ii[0] = sum;
+                } else {
+                    memset(o, 0, 16);
+                    memset(o + 32, 0, 16);
+                    dd[0] = dd[1] = dd[2] = dd[3] = 0.0f;
+                    sv[pr * 4 + 2 * h + 1] = 0.0f;
+                }
+            }
+        }
+    }
+    return txc_qact_view(buf, K, block);
 }
 
 /* ---- portable dot kernels ----------------------------------------------------------
@@ -184,6 +281,7 @@ typedef struct qjob {
     size_t row_bytes;
     const char *qa;
     size_t qa_bytes;
+    int64_t qa_block;
     float *C;
     int64_t ldc;
 } qjob;
@@ -196,7 +294,7 @@ static void qjob_rows(const qjob *j, int64_t n0, int64_t n1)
             int m = j->M - i < TXC_QDOT_M ? (int)(j->M - i) : TXC_QDOT_M;
             txc_qact a[TXC_QDOT_M];
             for (int r = 0; r < m; r++)
-                a[r] = txc_qact_view(j->qa + (size_t)(i + r) * j->qa_bytes, j->K);
+                a[r] = txc_qact_view(j->qa + (size_t)(i + r) * j->qa_bytes, j->K, j->qa_block);
             j->fn(j->dt, j->W + (size_t)jb * j->row_bytes, j->row_bytes, nb, j->K, a, m, j->C + i * j->ldc + jb,
                   j->ldc);
         }
@@ -234,13 +332,14 @@ txc_status txc_quant_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64
     if (K % txc_dtype_block_size(dt) != 0 || K <= 0)
         return txc_error(TXC_ERR_INVALID, "aten::linear: in_features %lld is not a multiple of %s's block of %lld",
                          (long long)K, txc_dtype_name(dt), (long long)txc_dtype_block_size(dt));
-    size_t qb = txc_qact_row_bytes(K);
+    int64_t block = txc_qact_block(dt);
+    size_t qb = txc_qact_row_bytes(K, block);
     char *qa = txc_scratch(qb * (size_t)M, TXC_SCRATCH_GEMM_B);
     if (!qa)
         return txc_error(TXC_ERR_NOMEM, "aten::linear: out of memory (quantized activations)");
     for (int64_t i = 0; i < M; i++)
-        txc_qact_quantize(A + i * lda, K, qa + (size_t)i * qb);
-    qjob j = {dt, pick(dt), M, N, K, N, W, txc_dtype_row_bytes(dt, K), qa, qb, C, ldc};
+        txc_qact_quantize(A + i * lda, K, block, qa + (size_t)i * qb);
+    qjob j = {dt, pick(dt), M, N, K, N, W, txc_dtype_row_bytes(dt, K), qa, qb, block, C, ldc};
     int threads = txc_threads_get();
     double macs = (double)M * (double)N * (double)K;
     if (threads > 1 && macs >= QPAR_MIN_MACS && N >= 2 * QGEMM_NB) {
@@ -272,14 +371,15 @@ typedef struct qgroup_job {
     txc_qgemv_part parts[TXC_QGEMV_GROUP_MAX];
     int64_t start[TXC_QGEMV_GROUP_MAX + 1];
     int64_t K, chunk;
-    const char *qa;
+    const char *qa[2]; /* the row quantized for activation blocks of 32 and 256 */
 } qgroup_job;
 
 static void qgroup_task(void *ctx, int64_t t)
 {
     const qgroup_job *j = ctx;
     int64_t r0 = t * j->chunk, r1 = r0 + j->chunk;
-    txc_qact a = txc_qact_view(j->qa, j->K);
+    txc_qact a[2] = {j->qa[0] ? txc_qact_view(j->qa[0], j->K, 32) : (txc_qact){0},
+                     j->qa[1] ? txc_qact_view(j->qa[1], j->K, 256) : (txc_qact){0}};
     for (int i = 0; i < j->n; i++) {
         int64_t lo = r0 > j->start[i] ? r0 : j->start[i];
         int64_t hi = r1 < j->start[i + 1] ? r1 : j->start[i + 1];
@@ -288,7 +388,8 @@ static void qgroup_task(void *ctx, int64_t t)
         const txc_qgemv_part *p = &j->parts[i];
         size_t rb = txc_dtype_row_bytes(p->dt, j->K);
         int64_t row = lo - j->start[i];
-        pick(p->dt)(p->dt, (const uint8_t *)p->W + (size_t)row * rb, rb, hi - lo, j->K, &a, 1, p->C + row, 0);
+        pick(p->dt)(p->dt, (const uint8_t *)p->W + (size_t)row * rb, rb, hi - lo, j->K,
+                          &a[txc_qact_block(p->dt) == 256], 1, p->C + row, 0);
     }
 }
 
@@ -307,11 +408,18 @@ txc_status txc_quant_gemv_group(int n, const txc_qgemv_part *parts, int64_t K, c
         if (K <= 0 || K % txc_dtype_block_size(parts[i].dt) != 0)
             return txc_error(TXC_ERR_INVALID, "aten::linear: in_features %lld is not a multiple of %s's block",
                              (long long)K, txc_dtype_name(parts[i].dt));
-    char *qa = txc_scratch(txc_qact_row_bytes(K), TXC_SCRATCH_GEMM_B);
+    bool want[2] = {false, false};
+    for (int i = 0; i < n; i++)
+        want[txc_qact_block(parts[i].dt) == 256] = true;
+    size_t b32 = want[0] ? txc_qact_row_bytes(K, 32) : 0, b256 = want[1] ? txc_qact_row_bytes(K, 256) : 0;
+    char *qa = txc_scratch(b32 + b256, TXC_SCRATCH_GEMM_B);
     if (!qa)
         return txc_error(TXC_ERR_NOMEM, "aten::linear: out of memory (quantized activations)");
-    txc_qact_quantize(A, K, qa);
-    qgroup_job j = {.n = n, .K = K, .qa = qa};
+    qgroup_job j = {.n = n, .K = K};
+    if (want[0])
+        txc_qact_quantize(A, K, 32, qa), j.qa[0] = qa;
+    if (want[1])
+        txc_qact_quantize(A, K, 256, qa + b32), j.qa[1] = qa + b32;
     int64_t rows = 0;
     for (int i = 0; i < n; i++) {
         j.parts[i] = parts[i];

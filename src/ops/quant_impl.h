@@ -7,15 +7,19 @@
  *               GEMV/GEMM driver (threads), the linear and embedding hooks
  * quant_avx2.c  the AVX2 dot kernels (maddubs), picked at run time
  *
- * Activations: each float32 row of A is quantized, per block of 32, to int8
- * with a float32 scale d = amax/127 (q = round-half-away(x/d), as ggml's
- * quantize_row_q8_0/q8_1, but d kept in float32 rather than float16) and
- * s = d * sum(q) (ggml's q8_1 `s`, used by the types with a min). A weight
- * block's integer dot with the activation block is exact; the float
- * result is sum over blocks of (dw*da)*isum (+ m*s). The error against the
- * float32 product with the dequantized weight is bounded by the activation
- * rounding: |y - y_f32| <= sum_b (da_b/2) sum_{k in b} |w_k| (+ float32
- * summation error), tested in tests/test_quant.c.
+ * Activations: each float32 row of A is quantized to int8 with a float32
+ * scale per block of the weight type's activation block (txc_qact_block):
+ * 32 elements for the 32-element types (ggml's quantize_row_q8_0/q8_1) and
+ * 256 for the K-quants (ggml's quantize_row_q8_K: one scale a super-block);
+ * d = amax/127, q = round-half-away(x/d) (d kept in float32 rather than
+ * float16), and per 32 elements s = d * sum(q) (ggml's q8_1 `s`) and the
+ * integer sum(q) (ggml's q8_K `bsums`), used by the types with a min or an
+ * offset. A weight block's integer dot with the activation block is exact;
+ * the float result is sum over blocks of (dw*da)*isum (+ m*s). The error
+ * against the float32 product with the dequantized weight is bounded by
+ * the activation rounding: |y - y_f32| <= sum_B (da_B/2) sum_{k in B} |w_k|
+ * over the activation blocks B (+ float32 summation error), tested in
+ * tests/test_quant.c.
  */
 #ifndef TXC_OPS_QUANT_IMPL_H
 #define TXC_OPS_QUANT_IMPL_H
@@ -30,18 +34,41 @@ void txc_quant_dequantize_block(txc_dtype dt, const void *block, float *y);
 /* ggml's get_scale_min_k4: the j-th 6-bit scale and min of a Q4_K/Q5_K block. */
 void txc_quant_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m);
 
-/* A row of K float32 activations quantized per 32: d[K/32], s[K/32], qs[K]. */
+/* A row of K float32 activations quantized (see above). Every row has the
+ * natural layout: d[K/32], s[K/32] (for a 256-element activation block d
+ * repeats the block's scale over its eight 32s) and qs[K]. The AVX2 kernels
+ * read one of two extras, by the activation block:
+ * - 32 (pairs of blocks b = 2p, 2p+1, matching a 4/5-bit block's nibbles):
+ *   qp[64 p ..] = qs of b [0,16), b+1 [0,16), b [16,32), b+1 [16,32);
+ *   dv[8 p ..] = d_b x4, d_b+1 x4; sv[4 p ..] = 0, s_b, 0, s_b+1;
+ *   iv[8 p ..] = sum(q_b), 0, 0, 0, sum(q_b+1), 0, 0, 0 (int32); an odd
+ *   last block pairs with zeros.
+ * - 256: bs[K/32] = sum(q) per 32 (int16), D[K/256] the block scales. */
 typedef struct txc_qact {
     const float *d, *s;
     const int8_t *qs;
+    const int8_t *qp;
+    const float *dv, *sv;
+    const int32_t *iv;
+    const int16_t *bs;
+    const float *D;
 } txc_qact;
 
-/* Bytes of one quantized activation row of K elements (K a multiple of 32),
- * padded to 32 bytes. */
-size_t txc_qact_row_bytes(int64_t K);
-/* Quantize a row x[K] into buf (txc_qact_row_bytes(K) bytes, 32-aligned). */
-txc_qact txc_qact_quantize(const float *x, int64_t K, void *buf);
-txc_qact txc_qact_view(const void *buf, int64_t K);
+/* The activation block of a quantized weight type: 256 for Q4_K, Q5_K,
+ * Q6_K, else 32. */
+int64_t txc_qact_block(txc_dtype dt);
+/* Bytes of one quantized activation row of K elements (K a multiple of
+ * `block`), a multiple of 32. */
+size_t txc_qact_row_bytes(int64_t K, int64_t block);
+/* Quantize a row x[K] into buf (txc_qact_row_bytes(K, block) bytes,
+ * 32-aligned). */
+txc_qact txc_qact_quantize(const float *x, int64_t K, int64_t block, void *buf);
+txc_qact txc_qact_view(const void *buf, int64_t K, int64_t block);
+/* One activation block of `block` floats x to q[block], its scale *d and
+ * its per-32 sums[block/32]; the AVX2 one (NULL without AVX2) gives the
+ * portable loop's bits on finite inputs. */
+typedef void (*txc_qact_block_fn)(const float *x, int64_t block, int8_t *q, float *d, int32_t *sums);
+txc_qact_block_fn txc_qact_block_avx2(void);
 
 /* y[r][j*ldy] for r < m (m <= TXC_QDOT_M), j < n: the dot of weight rows
  * w + j*row_bytes (K elements of dt) with activation rows a[r]. Each y is
