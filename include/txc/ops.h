@@ -211,7 +211,13 @@ txc_tensor *txc_triu(txc_tensor *t, int64_t diagonal);
  *   tril(ones(L, S)); not allowed together with attn_mask.
  *   scale: NaN for the default 1/sqrt(E).
  * Scores and softmax in float32 whatever the input dtype. A row with no
- * allowed position gives zeros, as torch 2.x's CPU kernels. */
+ * allowed position gives zeros, as torch 2.x's CPU kernels. Row
+ * invariance: every output row is bit-identical whatever the number of
+ * query rows in the call (one decode row or a prefill, padded or not),
+ * the batch, the row's place and the thread count — it depends only on
+ * its query and the keys, values and mask entries it sees (the softmax in
+ * fixed blocks of 128 keys merged in key order, flash attention's
+ * rescaling; src/ops/attention.c). */
 txc_tensor *txc_scaled_dot_product_attention(txc_tensor *q, txc_tensor *k, txc_tensor *v,
                                              txc_tensor *attn_mask, bool is_causal, double scale);
 /* txc::causal_attention: scaled_dot_product_attention with transformers'

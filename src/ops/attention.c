@@ -1,27 +1,40 @@
 /* attention ops: F.scaled_dot_product_attention (shape/dtype inference and
  * CPU kernel). See ops/registry.h and include/txc/ops.h.
  *
+ * Row invariance: every query row's output depends only on its query and
+ * the keys and values it sees (its causal / sliding-window prefix, its
+ * mask), bit for bit — not on how many rows are in the call or the chunk,
+ * the padding of a compiled prefill, the batch, the row's place, decode
+ * (one row) versus prefill (many), or the thread count. So a prompt gives
+ * the same logits eager and compiled (padded to a power of two), in one
+ * prefill or in chunks. The order of every sum is fixed per row:
+ *   - keys are cut into blocks of SDPA_KEY_BLOCK at fixed key indices
+ *     (0, 128, 256, ...); in each block a row's scores are
+ *     txc_kern_attn_scores (each score's arithmetic fixed by its query and
+ *     key rows alone), scaled, soft-capped, masked; the block's max m_b,
+ *     l_b = sum exp(s - m_b) (txc_kern_exp) and the unnormalised P·V o_b
+ *     (the NN GEMM: every element a k-ordered sum, where the keys the row
+ *     does not see are exact zeros);
+ *   - the blocks are merged in key order with the running rescaling of
+ *     flash attention / flash-decoding (Dao et al. 2022, "FlashAttention";
+ *     2023, "Flash-Decoding for long-context inference"): with M the max
+ *     so far, acc = acc e^(M - m) + o_b when m_b > M, else
+ *     acc + e^(m_b - M) o_b, and likewise the sum; out = acc / sum. A row
+ *     that sees no key gives zeros, as torch (2.5+) does.
+ *
  * For each (batch, kv head) the query rows of the heads that share that kv
  * head (grouped-query attention) are processed together in chunks of up to
- * 64 rows: scores = Q·Kᵀ (the NT GEMM of linalg.c, reading K rows in place
- * with their strides, so a static-cache view narrowed to the valid prefix
- * is not copied), scale, mask, softmax in float32, then P·V (the NN GEMM,
- * V rows read in place). A fully masked row gives zeros, as torch (2.5+)
- * does.
+ * 32 rows (64 without a causal mask), so K and V rows are read once per
+ * chunk, in place with their strides (a static-cache view narrowed to the
+ * valid prefix is not copied).
  *
  * Threads: the (batch, kv head) groups are split over the pool, or runs of
  * whole row chunks of a group when there are fewer groups than threads
- * (prefill); the chunks do not depend on the thread count, so the result
- * is the bits of one thread.
- *
- * Decode (a group's rows in one chunk) over more than SDPA_KEY_BLOCK
- * valid keys is split by key blocks instead, as flash-decoding (Dao et al.
- * 2023, "Flash-Decoding for long-context inference"): each (group, block)
- * task keeps its rows' max score m, sum of exp(s - m) l and unnormalised
- * P·V, and the blocks are merged in order: out = sum_b e^(m_b - M) PV_b /
- * sum_b e^(m_b - M) l_b with M = max_b m_b. A decode step's few groups
- * then still use every thread, and the blocks do not depend on the thread
- * count: the same bits at any. */
+ * (prefill). Decode (a group's rows in one chunk) over more than one key
+ * block is split by (group, block): each task keeps its rows' block
+ * pieces, merged afterwards in key order by the same function, so a decode
+ * step's few groups still use every thread and the bits are those of the
+ * unsplit path. */
 #include "ops/kernels.h"
 #include "txc/threads.h"
 
@@ -30,20 +43,6 @@
 #include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
-
-/* softmax over s[0..n) in place; a row with no finite score (everything
- * masked) becomes zeros, as torch. */
-static void softmax_row(float *s, int64_t n)
-{
-    float mx = txc_kern_max(s, n, NULL);
-    if (mx == -INFINITY) {
-        memset(s, 0, (size_t)n * sizeof(float));
-        return;
-    }
-    float inv = (float)(1.0 / txc_kern_exp(s, s, n, mx));
-    for (int64_t j = 0; j < n; j++)
-        s[j] *= inv;
-}
 
 #define SHAPE(buf, t) txc_kern_shape_str(buf, sizeof buf, (t)->ndim, (t)->shape)
 
@@ -133,8 +132,8 @@ typedef struct {
     const int64_t *pos; /* cache_position (by position) or NULL */
     int64_t Hq, L, E, Ev, Hkv, S, G, R, rc, window;
     float softcap, scale;
-    bool causal, k_pack, v_pack, k_trans;
-    size_t nq, ns, no, nk, nv; /* scratch floats: q, scores, out chunks; packed K, V */
+    bool causal, k_pack, v_pack;
+    size_t n_work;             /* scratch bytes of a task */
     int64_t mst[4];            /* the mask's broadcast strides */
     int64_t splits, n_chunks;  /* tasks per group; row chunks per group */
     int64_t n_blocks;          /* split by key blocks: blocks per group (0: not split) */
@@ -143,178 +142,276 @@ typedef struct {
     atomic_bool nomem;
 } sdpa_ctx;
 
-/* Keys per block of a decode step split by key blocks. */
+/* Keys per block: the unit of the softmax's pieces (see the top of this
+ * file); blocks start at multiples of it in the key axis. */
 #define SDPA_KEY_BLOCK 128
 /* Multiply-adds from which a split decode step uses the pool (its tasks,
  * whole key blocks, are balanced). */
 #define SDPA_SPLIT_PAR_MIN (64.0 * 1024)
 
-/* Query row i sees keys [0, lim(i)): i + 1 (torch's causal) or, by
- * position, cache_position[i] + 1; with a sliding window from
- * pos[i] + 1 - window. */
-#define ROW_LIMIT(i) (pos ? pos[i] + 1 : (i) + 1)
-#define ROW_START(i) (window && pos[i] + 1 > window ? pos[i] + 1 - window : 0)
+/* Query row i (of the L) sees keys [*st, *lim): all S, or i + 1 (torch's
+ * causal), or by position cache_position[i] + 1; with a sliding window
+ * from pos[i] + 1 - window. */
+static inline void row_keys(const sdpa_ctx *c, int64_t i, int64_t *st, int64_t *lim)
+{
+    int64_t l = !c->causal ? c->S : c->pos ? c->pos[i] + 1 : i + 1;
+    *lim = l < c->S ? l : c->S;
+    *st = c->window && c->pos[i] + 1 > c->window ? c->pos[i] + 1 - c->window : 0;
+}
+
+/* The keys [*lo, *hi) that some row of r0 .. r0 + nr - 1 sees (the rest
+ * of the cache is never read). */
+static void chunk_keys(const sdpa_ctx *c, int64_t r0, int64_t nr, int64_t *lo, int64_t *hi)
+{
+    int64_t a = c->S, e = 0;
+    for (int64_t rr = 0; rr < nr; rr++) {
+        int64_t st, lim;
+        row_keys(c, (r0 + rr) % c->L, &st, &lim);
+        a = st < a ? st : a;
+        e = lim > e ? lim : e;
+    }
+    *lo = a, *hi = e;
+}
+
+/* One (batch, kv head) group's K and V as the kernels read them: in place,
+ * or keys [k_lo, k_hi) packed to float32 rows (an inner stride other than
+ * 1) at their own index in kbuf / vbuf. */
+typedef struct {
+    int64_t b, h;
+    const char *K, *V;
+    txc_dtype kdt, vdt;
+    int64_t ldk, ldv;
+} group_kv;
+
+static void group_setup(const sdpa_ctx *c, int64_t g, int64_t k_lo, int64_t k_hi, float *kbuf, float *vbuf,
+                        group_kv *o)
+{
+    const txc_tensor *k = c->k, *v = c->v;
+    const size_t ek = txc_dtype_size(k->dtype), ev = txc_dtype_size(v->dtype);
+    o->b = g / c->Hkv, o->h = g % c->Hkv;
+    const char *kb = (const char *)txc_impl_data(k) + (size_t)(o->b * k->strides[0] + o->h * k->strides[1]) * ek;
+    const char *vb = (const char *)txc_impl_data(v) + (size_t)(o->b * v->strides[0] + o->h * v->strides[1]) * ev;
+    o->K = kb, o->kdt = k->dtype, o->ldk = k->strides[2];
+    o->V = vb, o->vdt = v->dtype, o->ldv = v->strides[2];
+    if (c->k_pack) {
+        for (int64_t j = k_lo; j < k_hi; j++)
+            txc_kern_to_f32(k->dtype, kb + (size_t)(j * k->strides[2]) * ek, k->strides[3], kbuf + j * c->E, c->E);
+        o->K = (const char *)kbuf, o->kdt = TXC_F32, o->ldk = c->E;
+    }
+    if (c->v_pack) {
+        for (int64_t j = k_lo; j < k_hi; j++)
+            txc_kern_to_f32(v->dtype, vb + (size_t)(j * v->strides[2]) * ev, v->strides[3], vbuf + j * c->Ev, c->Ev);
+        o->V = (const char *)vbuf, o->vdt = TXC_F32, o->ldv = c->Ev;
+    }
+}
+
+/* The query rows r0 .. r0 + nr - 1 of group o (row r: head h*G + r / L,
+ * position r % L) as float32 rows of E in qbuf. */
+static void load_q(const sdpa_ctx *c, const group_kv *o, int64_t r0, int64_t nr, float *qbuf)
+{
+    const txc_tensor *q = c->q;
+    const char *qp = txc_impl_data(q);
+    const size_t eq = txc_dtype_size(q->dtype);
+    for (int64_t rr = 0; rr < nr; rr++) {
+        int64_t r = r0 + rr, hq = o->h * c->G + r / c->L, i = r % c->L;
+        txc_kern_to_f32(q->dtype, qp + (size_t)(o->b * q->strides[0] + hq * q->strides[1] + i * q->strides[2]) * eq,
+                        q->strides[3], qbuf + rr * c->E, c->E);
+    }
+}
+
+/* The piece of key block blk (keys [blk * SDPA_KEY_BLOCK, ...)) of the
+ * rows r0 .. r0 + nr - 1 (their queries in qbuf; keys [lo, hi) of the
+ * chunk): pm[rr] the largest scaled score of the keys the row sees in the
+ * block (-inf: none), pl[rr] the sum of exp(s - pm[rr]) over them, po (nr x
+ * Ev) the unnormalised P·V. Every row's numbers depend only on its query,
+ * its keys and the block (scores: txc_kern_attn_scores; P·V: the NN
+ * kernel's k-ordered sums, whose terms for keys the row does not see are
+ * exact zeros), not on the other rows of the chunk. sbuf: nr x
+ * SDPA_KEY_BLOCK floats. */
+static void block_piece(const sdpa_ctx *c, const group_kv *o, int64_t r0, int64_t nr, int64_t lo, int64_t hi,
+                        int64_t blk, const float *qbuf, float *sbuf, float *pm, float *pl, float *po)
+{
+    const int64_t kb0 = blk * SDPA_KEY_BLOCK, kb1 = kb0 + SDPA_KEY_BLOCK;
+    const int64_t a = kb0 > lo ? kb0 : lo, e = kb1 < hi ? kb1 : hi;
+    if (a >= e) {
+        for (int64_t rr = 0; rr < nr; rr++)
+            pm[rr] = -INFINITY;
+        return;
+    }
+    const int64_t n = e - a;
+    const txc_tensor *mask = c->mask;
+    const char *mp = mask ? txc_impl_data(mask) : NULL;
+    const int64_t *mst = c->mst;
+    txc_kern_attn_scores(nr, n, c->E, qbuf, c->E, o->K + (size_t)(a * o->ldk) * txc_dtype_size(o->kdt), o->kdt,
+                         o->ldk, sbuf, SDPA_KEY_BLOCK);
+    bool any = false;
+    for (int64_t rr = 0; rr < nr; rr++) {
+        int64_t r = r0 + rr, hq = o->h * c->G + r / c->L, i = r % c->L, st, lim;
+        row_keys(c, i, &st, &lim);
+        float *s = sbuf + rr * SDPA_KEY_BLOCK;
+        int64_t j0 = (st > a ? st : a) - a, j1 = (lim < e ? lim : e) - a;
+        float mx = -INFINITY;
+        if (j1 > j0) {
+            for (int64_t j = j0; j < j1; j++)
+                s[j] *= c->scale;
+            if (c->softcap > 0)
+                for (int64_t j = j0; j < j1; j++)
+                    s[j] = tanhf(s[j] / c->softcap) * c->softcap;
+            if (mask) {
+                int64_t mo = o->b * mst[0] + hq * mst[1] + i * mst[2];
+                if (mask->dtype == TXC_BOOL) {
+                    const uint8_t *mb = (const uint8_t *)mp;
+                    for (int64_t j = j0; j < j1; j++)
+                        if (!mb[mo + (a + j) * mst[3]])
+                            s[j] = -INFINITY;
+                } else if (mask->dtype == TXC_F32) {
+                    const float *mf = (const float *)mp;
+                    for (int64_t j = j0; j < j1; j++)
+                        s[j] += mf[mo + (a + j) * mst[3]];
+                } else {
+                    for (int64_t j = j0; j < j1; j++)
+                        s[j] += (float)txc_dtype_load(mask->dtype, mp, (size_t)(mo + (a + j) * mst[3]));
+                }
+            }
+            mx = txc_kern_max(s + j0, j1 - j0, NULL);
+        }
+        pm[rr] = mx;
+        if (mx == -INFINITY) { /* nothing seen in this block: the row's P is zero */
+            memset(s, 0, (size_t)n * sizeof(float));
+            pl[rr] = 0.0f;
+            continue;
+        }
+        pl[rr] = (float)txc_kern_exp(s + j0, s + j0, j1 - j0, mx);
+        memset(s, 0, (size_t)j0 * sizeof(float));
+        memset(s + j1, 0, (size_t)(n - j1) * sizeof(float));
+        any = true;
+    }
+    if (any)
+        txc_kern_gemm_nn(nr, c->Ev, n, sbuf, SDPA_KEY_BLOCK, o->V + (size_t)(a * o->ldv) * txc_dtype_size(o->vdt),
+                         o->vdt, o->ldv, po, c->Ev);
+}
+
+/* One row's running softmax state (*M the largest max so far, -inf: none;
+ * *Ls the sum; acc[0..ne) the unnormalised output) merged with a block's
+ * piece (m, l, o[0..ne)), blocks taken in key order: rescaled to the
+ * larger max, as flash-decoding. The same function for every path, so the
+ * bits are those of the row alone. */
+static void merge_piece(float m, float l, const float *o, int64_t ne, float *M, double *Ls, float *acc)
+{
+    if (m == -INFINITY)
+        return;
+    if (*M == -INFINITY) {
+        *M = m;
+        *Ls = l;
+        memcpy(acc, o, (size_t)ne * sizeof(float));
+    } else if (m > *M) {
+        const float w = expf(*M - m);
+        for (int64_t e = 0; e < ne; e++)
+            acc[e] = acc[e] * w + o[e];
+        *Ls = *Ls * (double)w + (double)l;
+        *M = m;
+    } else {
+        const float w = expf(m - *M);
+        for (int64_t e = 0; e < ne; e++)
+            acc[e] += w * o[e];
+        *Ls += (double)w * (double)l;
+    }
+}
+
+/* acc = acc / Ls; a row that saw no key gives zeros, as torch (2.5+). */
+static void finish_row(float M, double Ls, float *acc, int64_t ne)
+{
+    if (M == -INFINITY) {
+        memset(acc, 0, (size_t)ne * sizeof(float));
+        return;
+    }
+    const float inv = (float)(1.0 / Ls);
+    for (int64_t e = 0; e < ne; e++)
+        acc[e] *= inv;
+}
 
 /* Workers free their kernel scratch when they exit. */
 static pthread_once_t exit_hook_once = PTHREAD_ONCE_INIT;
 static void set_exit_hook(void) { txc_threads_set_worker_exit(txc_scratch_free_all); }
 
-/* Task t: group t / splits (batch b, kv head h), its row chunks
- * [n_chunks * part / splits, n_chunks * (part + 1) / splits). */
-static void sdpa_task(void *ctx, int64_t t)
+/* Split by key blocks, task t = (group t / n_blocks, block t % n_blocks):
+ * the group's rows (one chunk) over the block, into parts[t]. */
+static void split_task(sdpa_ctx *c, int64_t t)
 {
-    sdpa_ctx *c = ctx;
-    const txc_tensor *q = c->q, *k = c->k, *v = c->v, *mask = c->mask;
-    txc_tensor *out = c->out;
-    const int64_t *pos = c->pos;
-    const int64_t Hq = c->Hq, L = c->L, E = c->E, Ev = c->Ev, S = c->S, G = c->G, R = c->R, rc = c->rc;
-    const int64_t window = c->window;
-    const float softcap = c->softcap, scale = c->scale;
-    const bool causal = c->causal, k_pack = c->k_pack, v_pack = c->v_pack, k_trans = c->k_trans;
-    const int64_t *mst = c->mst;
-    const int64_t nb = c->n_blocks; /* split by key blocks: task t = (group, block) */
-    const int64_t g = nb ? t / nb : t / c->splits, part = nb ? 0 : t % c->splits, b = g / c->Hkv, h = g % c->Hkv;
-    const int64_t c0 = nb ? 0 : c->n_chunks * part / c->splits, c1 = nb ? 1 : c->n_chunks * (part + 1) / c->splits;
-    const int64_t blk = nb ? t % nb : 0;
-    if (c0 >= c1)
-        return;
-    float *work = txc_scratch((c->nq + c->ns + c->no + c->nk + c->nv + 1) * sizeof(float), TXC_SCRATCH_ATTENTION);
+    const int64_t g = t / c->n_blocks, blk = t % c->n_blocks, R = c->R;
+    float *pm = c->parts + (size_t)t * c->part_floats;
+    int64_t lo, hi;
+    chunk_keys(c, 0, R, &lo, &hi);
+    const int64_t kb0 = blk * SDPA_KEY_BLOCK, kb1 = kb0 + SDPA_KEY_BLOCK;
+    const int64_t a = kb0 > lo ? kb0 : lo, e = kb1 < hi ? kb1 : hi;
+    float *work = txc_scratch(c->n_work, TXC_SCRATCH_ATTENTION); /* (first: sized at the first call) */
     if (!work) {
         atomic_store(&c->nomem, true);
         return;
     }
-    float *qbuf = work, *sbuf = qbuf + c->nq, *obuf = sbuf + c->ns, *kbuf = obuf + c->no, *vbuf = kbuf + c->nk;
-    const char *qp = txc_impl_data(q), *kp = txc_impl_data(k), *vp = txc_impl_data(v);
-    const char *mp = mask ? txc_impl_data(mask) : NULL;
-    size_t eq = txc_dtype_size(q->dtype), ek = txc_dtype_size(k->dtype), ev = txc_dtype_size(v->dtype);
-    char *op = txc_impl_data(out);
-    size_t eo = txc_dtype_size(out->dtype);
-    {
-            const char *kb = kp + (size_t)(b * k->strides[0] + h * k->strides[1]) * ek;
-            const char *vb = vp + (size_t)(b * v->strides[0] + h * v->strides[1]) * ev;
-            const void *K = kb, *V = vb;
-            txc_dtype kdt = k->dtype, vdt = v->dtype;
-            int64_t ldk = k->strides[2], ldv = v->strides[2];
-            if (k_pack) {
-                for (int64_t j = 0; j < S; j++)
-                    txc_kern_to_f32(k->dtype, kb + (size_t)(j * k->strides[2]) * ek, k->strides[3], kbuf + j * E, E);
-                K = kbuf, kdt = TXC_F32, ldk = E;
-            }
-            if (k_trans) {
-                for (int64_t j = 0; j < S; j++) {
-                    const char *kr = kb + (size_t)(j * k->strides[2]) * ek;
-                    if (k->dtype == TXC_F32)
-                        for (int64_t e = 0; e < E; e++)
-                            kbuf[e * S + j] = ((const float *)kr)[e * k->strides[3]];
-                    else
-                        for (int64_t e = 0; e < E; e++)
-                            kbuf[e * S + j] = (float)txc_dtype_load(k->dtype, kr, (size_t)(e * k->strides[3]));
-                }
-            }
-            if (v_pack) {
-                for (int64_t j = 0; j < S; j++)
-                    txc_kern_to_f32(v->dtype, vb + (size_t)(j * v->strides[2]) * ev, v->strides[3], vbuf + j * Ev,
-                                    Ev);
-                V = vbuf, vdt = TXC_F32, ldv = Ev;
-            }
-            /* output rows of this group are contiguous: heads h*G .. h*G+G-1 */
-            int64_t out_row0 = (b * Hq + h * G) * L;
-            for (int64_t r0 = c0 * rc; r0 < R && r0 < c1 * rc; r0 += rc) {
-                int64_t nr = r0 + rc <= R ? rc : R - r0, Sc = S;
-                for (int64_t rr = 0; rr < nr; rr++) {
-                    int64_t r = r0 + rr, hq = h * G + r / L, i = r % L;
-                    txc_kern_to_f32(q->dtype, qp + (size_t)(b * q->strides[0] + hq * q->strides[1] + i * q->strides[2]) * eq,
-                                    q->strides[3], qbuf + rr * E, E);
-                }
-                if (causal) { /* keys past the last row's limit are never used */
-                    int64_t lmax = 0;
-                    for (int64_t rr = 0; rr < nr; rr++) {
-                        int64_t i = (r0 + rr) % L, lim = ROW_LIMIT(i);
-                        lmax = lim > lmax ? lim : lmax;
-                    }
-                    Sc = lmax < S ? lmax : S;
-                }
-                int64_t k0 = window ? S : 0; /* keys before the earliest window start are never used */
-                for (int64_t rr = 0; window && rr < nr; rr++) {
-                    int64_t i = (r0 + rr) % L, st = ROW_START(i);
-                    k0 = st < k0 ? st : k0;
-                }
-                if (nb) { /* this block's keys only */
-                    int64_t kb0 = blk * SDPA_KEY_BLOCK, kb1 = kb0 + SDPA_KEY_BLOCK;
-                    k0 = kb0 > k0 ? kb0 : k0;
-                    Sc = kb1 < Sc ? kb1 : Sc;
-                    if (Sc <= k0) { /* no key of the block is seen by these rows */
-                        float *pm = c->parts + (size_t)t * c->part_floats;
-                        for (int64_t rr = 0; rr < nr; rr++)
-                            pm[rr] = -INFINITY;
-                        continue;
-                    }
-                }
-                const int64_t nsc = Sc - k0; /* scores of keys [k0, Sc) */
-                if (k_trans)
-                    txc_kern_gemm_nn(nr, nsc, E, qbuf, E, kbuf + k0, TXC_F32, S, sbuf, nsc);
-                else
-                    txc_kern_gemm_nt(nr, nsc, E, qbuf, E, (const char *)K + (size_t)(k0 * ldk) * txc_dtype_size(kdt),
-                                     kdt, ldk, sbuf, nsc);
-                for (int64_t rr = 0; rr < nr; rr++) {
-                    int64_t r = r0 + rr, hq = h * G + r / L, i = r % L;
-                    float *s = sbuf + rr * nsc;
-                    int64_t valid = (causal ? (ROW_LIMIT(i) < Sc ? ROW_LIMIT(i) : Sc) : Sc) - k0;
-                    if (window) { /* keys before this row's window: weight 0 */
-                        int64_t st = ROW_START(i) - k0;
-                        st = st < 0 ? 0 : st > nsc ? nsc : st;
-                        memset(s, 0, (size_t)st * sizeof(float));
-                        s += st, valid -= st;
-                    }
-                    valid = valid < 0 ? 0 : valid;
-                    for (int64_t j = 0; j < valid; j++)
-                        s[j] *= scale;
-                    if (softcap > 0)
-                        for (int64_t j = 0; j < valid; j++)
-                            s[j] = tanhf(s[j] / softcap) * softcap;
-                    if (mask) {
-                        int64_t mo = b * mst[0] + hq * mst[1] + i * mst[2];
-                        if (mask->dtype == TXC_BOOL) {
-                            const uint8_t *mb = (const uint8_t *)mp;
-                            for (int64_t j = 0; j < Sc; j++)
-                                if (!mb[mo + j * mst[3]])
-                                    s[j] = -INFINITY;
-                        } else if (mask->dtype == TXC_F32) {
-                            const float *mf = (const float *)mp;
-                            for (int64_t j = 0; j < Sc; j++)
-                                s[j] += mf[mo + j * mst[3]];
-                        } else {
-                            for (int64_t j = 0; j < Sc; j++)
-                                s[j] += (float)txc_dtype_load(mask->dtype, mp, (size_t)(mo + j * mst[3]));
-                        }
-                    }
-                    if (nb) { /* the block's max and sum; P·V below stays unnormalised */
-                        float *pm = c->parts + (size_t)t * c->part_floats;
-                        float mx = valid > 0 ? txc_kern_max(s, valid, NULL) : -INFINITY;
-                        pm[rr] = mx;
-                        if (mx == -INFINITY)
-                            memset(s, 0, (size_t)valid * sizeof(float));
-                        else
-                            pm[c->R + rr] = (float)txc_kern_exp(s, s, valid, mx);
-                    } else {
-                        softmax_row(s, valid);
-                    }
-                    float *row_end = sbuf + (rr + 1) * nsc;
-                    if (s + valid < row_end)
-                        memset(s + valid, 0, (size_t)(row_end - (s + valid)) * sizeof(float));
-                }
-                float *o = nb ? c->parts + (size_t)t * c->part_floats + 2 * c->R
-                           : out->dtype == TXC_F32 ? (float *)op + (out_row0 + r0) * Ev : obuf;
-                txc_kern_gemm_nn(nr, Ev, nsc, sbuf, nsc, (const char *)V + (size_t)(k0 * ldv) * txc_dtype_size(vdt), vdt,
-                                 ldv, o, Ev);
-                if (!nb && o == obuf)
-                    txc_kern_from_f32(out->dtype, obuf, op + (size_t)((out_row0 + r0) * Ev) * eo, nr * Ev);
-            }
+    if (a >= e) {
+        for (int64_t rr = 0; rr < R; rr++)
+            pm[rr] = -INFINITY;
+        return;
+    }
+    float *qbuf = work, *sbuf = qbuf + c->rc * c->E, *kbuf = sbuf + c->rc * SDPA_KEY_BLOCK;
+    float *vbuf = kbuf + (c->k_pack ? c->S * c->E : 0);
+    group_kv o;
+    group_setup(c, g, a, e, kbuf, vbuf, &o);
+    load_q(c, &o, 0, R, qbuf);
+    block_piece(c, &o, 0, R, lo, hi, blk, qbuf, sbuf, pm, pm + R, pm + 2 * R);
+}
+
+/* Task t: group t / splits (batch b, kv head h), its row chunks
+ * [n_chunks * part / splits, n_chunks * (part + 1) / splits), each over
+ * its key blocks in order. */
+static void sdpa_task(void *ctx, int64_t t)
+{
+    sdpa_ctx *c = ctx;
+    if (c->n_blocks) {
+        split_task(c, t);
+        return;
+    }
+    const int64_t R = c->R, rc = c->rc, E = c->E, Ev = c->Ev;
+    const int64_t g = t / c->splits, part = t % c->splits;
+    const int64_t c0 = c->n_chunks * part / c->splits, c1 = c->n_chunks * (part + 1) / c->splits;
+    if (c0 >= c1)
+        return;
+    double *Ls = txc_scratch(c->n_work, TXC_SCRATCH_ATTENTION);
+    if (!Ls) {
+        atomic_store(&c->nomem, true);
+        return;
+    }
+    float *qbuf = (float *)(Ls + rc), *sbuf = qbuf + rc * E, *kbuf = sbuf + rc * SDPA_KEY_BLOCK;
+    float *vbuf = kbuf + (c->k_pack ? c->S * E : 0), *M = vbuf + (c->v_pack ? c->S * Ev : 0);
+    float *pm = M + rc, *acc = pm + rc * (2 + Ev);
+    group_kv o;
+    int64_t glo, ghi;
+    chunk_keys(c, c0 * rc, (c1 * rc < R ? c1 * rc : R) - c0 * rc, &glo, &ghi);
+    group_setup(c, g, glo, ghi, kbuf, vbuf, &o);
+    char *op = txc_impl_data(c->out);
+    const size_t eo = txc_dtype_size(c->out->dtype);
+    const int64_t out_row0 = (o.b * c->Hq + o.h * c->G) * c->L; /* the group's output rows are contiguous */
+    for (int64_t r0 = c0 * rc; r0 < R && r0 < c1 * rc; r0 += rc) {
+        const int64_t nr = r0 + rc <= R ? rc : R - r0;
+        int64_t lo, hi;
+        load_q(c, &o, r0, nr, qbuf);
+        chunk_keys(c, r0, nr, &lo, &hi);
+        for (int64_t rr = 0; rr < nr; rr++)
+            M[rr] = -INFINITY, Ls[rr] = 0;
+        for (int64_t blk = lo / SDPA_KEY_BLOCK; blk * SDPA_KEY_BLOCK < hi; blk++) {
+            block_piece(c, &o, r0, nr, lo, hi, blk, qbuf, sbuf, pm, pm + nr, pm + 2 * nr);
+            for (int64_t rr = 0; rr < nr; rr++)
+                merge_piece(pm[rr], pm[nr + rr], pm + 2 * nr + rr * Ev, Ev, &M[rr], &Ls[rr], acc + rr * Ev);
         }
+        for (int64_t rr = 0; rr < nr; rr++)
+            finish_row(M[rr], Ls[rr], acc + rr * Ev, Ev);
+        txc_kern_from_f32(c->out->dtype, acc, op + (size_t)((out_row0 + r0) * Ev) * eo, nr * Ev);
+    }
 }
 
 /* The output rows of a decode step split by key blocks: each group's
- * blocks merged in order (their max scores rescaled to the largest). */
+ * pieces merged in key order, as the unsplit path merges them. */
 static void merge_blocks(const sdpa_ctx *c, int64_t n_groups)
 {
     const int64_t R = c->R, Ev = c->Ev, nb = c->n_blocks;
@@ -325,29 +422,18 @@ static void merge_blocks(const sdpa_ctx *c, int64_t n_groups)
     for (int64_t g = 0; g < n_groups; g++) {
         const int64_t b = g / c->Hkv, h = g % c->Hkv, out_row0 = (b * c->Hq + h * c->G) * c->L;
         const float *pg = c->parts + (size_t)(g * nb) * c->part_floats;
-        for (int64_t r = 0; r < R; r++) {
-            float M = -INFINITY;
-            for (int64_t k = 0; k < nb; k++)
-                M = fmaxf(M, pg[(size_t)k * c->part_floats + (size_t)r]);
+        for (int64_t r = 0; r < R; r++)
             for (int64_t e0 = 0; e0 < Ev; e0 += 1024) { /* (head_dim is at most a few hundred) */
                 const int64_t ne = Ev - e0 < 1024 ? Ev - e0 : 1024;
-                double l = 0;
-                memset(acc, 0, sizeof(float) * (size_t)ne);
-                for (int64_t k = 0; M != -INFINITY && k < nb; k++) {
+                float M = -INFINITY;
+                double Ls = 0;
+                for (int64_t k = 0; k < nb; k++) {
                     const float *pk = pg + (size_t)k * c->part_floats;
-                    if (pk[r] == -INFINITY)
-                        continue;
-                    const float w = expf(pk[r] - M), *o = pk + 2 * R + r * Ev + e0;
-                    l += (double)w * (double)pk[R + r];
-                    for (int64_t e = 0; e < ne; e++)
-                        acc[e] += w * o[e];
+                    merge_piece(pk[r], pk[R + r], pk + 2 * R + r * Ev + e0, ne, &M, &Ls, acc);
                 }
-                const float inv = l > 0 ? (float)(1.0 / l) : 0.0f; /* no key seen: zeros, as torch */
-                for (int64_t e = 0; e < ne; e++)
-                    acc[e] *= inv;
+                finish_row(M, Ls, acc, ne);
                 txc_kern_from_f32(out->dtype, acc, op + (size_t)((out_row0 + r) * Ev + e0) * eo, ne);
             }
-        }
     }
 }
 
@@ -390,46 +476,46 @@ static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, con
     const int64_t G = Hq / Hkv, R = G * L;
     const float scale = isnan(a->f[0]) ? (float)(1.0 / sqrt((double)E)) : (float)a->f[0];
 
-    /* K and V are read in place when their rows have unit inner stride. */
-    bool k_pack = E > 1 && k->strides[3] != 1, v_pack = Ev > 1 && v->strides[3] != 1;
-    /* Many query rows per kv head (prefill): transpose K once to (E, S) f32
-     * so the scores run on the NN kernel (no horizontal sums for short
-     * head_dim); few rows (decode): read K in place with the NT kernel. */
-    bool k_trans = G * L >= 16 && S > 0;
-    if (k_trans)
-        k_pack = false;
+    /* K and V are read in place when their rows have unit inner stride
+     * (and K is one of the scores kernel's dtypes, as V the NN kernel's). */
+    const bool k_pack = (E > 1 && k->strides[3] != 1) ||
+                        (k->dtype != TXC_F32 && k->dtype != TXC_BF16 && k->dtype != TXC_F16);
+    const bool v_pack = (Ev > 1 && v->strides[3] != 1) ||
+                        (v->dtype != TXC_F32 && v->dtype != TXC_BF16 && v->dtype != TXC_F16);
     /* Scratch is sized by the full key length, not the valid prefix, so a
      * compiled decode step asks for the same bytes at every position (no
      * reallocation as the prefix grows); every thread asks for the same
-     * size, so its buffer is sized by the first call. */
+     * size, so its buffer is sized by the first call. Rows per chunk do
+     * not change any row's bits (block_piece), only the reuse of K and V. */
     const int64_t S_alloc = k->shape[2] > S ? k->shape[2] : S;
-    int64_t rc = S_alloc > 0 ? 262144 / S_alloc : 64;
-    rc = rc < 1 ? 1 : rc > (causal ? 32 : 64) ? (causal ? 32 : 64) : rc;
+    int64_t rc = causal ? 32 : 64;
     if (rc > R)
         rc = R;
-    size_t nq = (size_t)(rc * E), ns = (size_t)(rc * (S_alloc > 0 ? S_alloc : 1)), no = (size_t)(rc * Ev);
-    size_t nk = k_pack || k_trans ? (size_t)(S_alloc * E) : 0, nv = v_pack ? (size_t)(S_alloc * Ev) : 0;
+    const size_t n_floats = (size_t)(rc * 2) /* Ls (doubles) */ + (size_t)(rc * E) + (size_t)(rc * SDPA_KEY_BLOCK) +
+                            (size_t)(k_pack ? S_alloc * E : 0) + (size_t)(v_pack ? S_alloc * Ev : 0) + (size_t)rc +
+                            (size_t)(rc * (2 + Ev)) + (size_t)(rc * Ev);
 
     sdpa_ctx c = {.q = q, .k = k, .v = v, .mask = mask, .out = out, .pos = pos, .Hq = Hq, .L = L, .E = E,
                   .Ev = Ev, .Hkv = Hkv, .S = S, .G = G, .R = R, .rc = rc, .window = window, .softcap = softcap,
-                  .scale = scale, .causal = causal, .k_pack = k_pack, .v_pack = v_pack, .k_trans = k_trans,
-                  .nq = nq, .ns = ns, .no = no, .nk = nk, .nv = nv};
+                  .scale = scale, .causal = causal, .k_pack = k_pack, .v_pack = v_pack,
+                  .n_work = n_floats * sizeof(float)};
     if (mask) {
-        int64_t target[4] = {B, Hq, L, S};
+        int64_t target[4] = {B, Hq, L, k->shape[2]};
         txc_broadcast_strides(mask, 4, target, c.mst);
     }
     /* The split: tasks are (batch, kv head) groups, each cut into runs of
-     * whole row chunks when there are fewer groups than threads (prefill).
-     * The chunks are the serial code's (rc does not depend on the thread
-     * count), so every output row is computed by one thread exactly as with
-     * one thread: the same bits. Small problems stay on this thread. */
+     * whole row chunks when there are fewer groups than threads (prefill),
+     * or, when a group's rows are one chunk (decode) over more than one key
+     * block, (group, key block) pieces merged afterwards. Every output row
+     * is computed as the row alone would be: the same bits at any thread
+     * count. Small problems stay on this thread. */
     const int64_t n_groups = B * Hkv, n_chunks = R > 0 ? (R + rc - 1) / rc : 0;
     const int threads = txc_threads_get();
     const double macs = (double)B * (double)Hq * (double)L * (double)S * (double)(E + Ev);
-    if (n_chunks == 1 && !k_trans && !mask && S > SDPA_KEY_BLOCK) {
+    const int64_t nb = (S + SDPA_KEY_BLOCK - 1) / SDPA_KEY_BLOCK;
+    if (n_chunks == 1 && nb > 1) {
         /* decode: split by key blocks (see the top of this file); the parts
          * are sized by the full cache, so every step asks the same bytes */
-        const int64_t nb = (S + SDPA_KEY_BLOCK - 1) / SDPA_KEY_BLOCK;
         const int64_t nb_alloc = (S_alloc + SDPA_KEY_BLOCK - 1) / SDPA_KEY_BLOCK;
         c.n_blocks = nb;
         c.n_chunks = 1;

@@ -8,6 +8,7 @@
  *                  max; txc_kern_round_through
  *   linalg.c       the f32 GEMM kernels, the SIMD level, txc_kern_shape_str
  *   gemm_avx2.c    the packed 6 x 16 AVX2 GEMM of prefill (no AVX-512/AMX)
+ *   attention_scores.c  attention's row-invariant Q·Kᵀ
  *
  * The kernels use the per-thread scratch of ops/registry.h (txc_scratch)
  * for work buffers, never malloc, so a compiled plan run again on the same
@@ -57,6 +58,17 @@ void txc_kern_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
                       txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
 void txc_kern_gemm_nn(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
                       txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
+
+/* attention_scores.c: attention's scores S[i,j] = sum_e Q[i,e] * K[j,e]
+ * (Q float32, rows of stride ldq; K float32/bfloat16/float16 rows of
+ * stride ldk, unit inner stride; S float32 rows of stride lds), for
+ * i < M, j < N, E elements. Every S[i,j]'s arithmetic depends only on
+ * Q's row i and K's row j — not on M, N, i, j or the tile the score is in
+ * (unlike txc_kern_gemm_nt, whose reduction depends on the column's tile),
+ * so attention's rows are bit-identical whatever the chunk of rows or keys
+ * they are computed in (attention.c). Uses no scratch. */
+void txc_kern_attn_scores(int64_t M, int64_t N, int64_t E, const float *Q, int64_t ldq, const void *K,
+                          txc_dtype kdt, int64_t ldk, float *S, int64_t lds);
 
 /* Row invariance (what batched decoding's bit-exactness rests on,
  * txc/batch.h): txc_kern_gemm_nt with 1 < M <= TXC_KERN_ROWS_INVARIANT_MAX
