@@ -90,6 +90,22 @@ void txc_ops_loop(int nops, int ndim, const int64_t *shape, const int64_t (*stri
     }
 }
 
+void txc_ops_loop_rows(int ndim, const int64_t *shape, int dim, const int64_t *in_strides, size_t in_size,
+                       const int64_t *out_strides, size_t out_size, txc_loop_fn fn, void *ctx)
+{
+    int64_t sh[TXC_MAX_DIMS], st[2][TXC_MAX_DIMS];
+    int k = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (d == dim)
+            continue;
+        sh[k] = shape[d];
+        st[0][k] = in_strides[d] * (int64_t)in_size;
+        st[1][k] = out_strides[d] * (int64_t)out_size;
+        k++;
+    }
+    txc_ops_loop(2, k, sh, (const int64_t(*)[TXC_MAX_DIMS])st, fn, ctx);
+}
+
 /* ==== conversions =========================================================== */
 
 #if TXC_HAVE_X86

@@ -1,7 +1,7 @@
 /*
  * ops/kernels.h — what the CPU kernel files share (not a public header).
  *
- *   elementwise.c  txc_ops_loop (the n-d strided loop every driver uses),
+ *   elementwise.c  txc_ops_loop (the n-d strided loop every driver uses), txc_ops_loop_rows,
  *                  txc_ops_convert (strided dtype conversion, F16C rows),
  *                  txc_kern_copy (an n-d strided block copied/converted),
  *                  vector math: exp with a shift and a sum, sigmoid, silu,
@@ -191,6 +191,13 @@ typedef void (*txc_loop_fn)(void *ctx, const int64_t *off, const int64_t *stride
  * operand are merged, so dense operands make one long row. */
 void txc_ops_loop(int nops, int ndim, const int64_t *shape, const int64_t (*strides)[TXC_MAX_DIMS],
                   txc_loop_fn fn, void *ctx);
+
+/* txc_ops_loop over every dim of (ndim, shape) but `dim`, for a kernel that
+ * handles whole rows along dim (softmax, cumsum): operand 0 advances by
+ * in_strides[d] * in_size bytes, operand 1 (the output) by
+ * out_strides[d] * out_size bytes (strides in elements). */
+void txc_ops_loop_rows(int ndim, const int64_t *shape, int dim, const int64_t *in_strides, size_t in_size,
+                       const int64_t *out_strides, size_t out_size, txc_loop_fn fn, void *ctx);
 
 /* Convert n elements (strides in bytes) with torch's casts
  * (txc_dtype_convert_strided), contiguous f16 <-> f32 rows with F16C. */

@@ -419,17 +419,7 @@ static txc_status cpu_softmax_common(txc_op_id op, txc_tensor *out, txc_tensor *
     if (!c.row)
         return txc_error(TXC_ERR_NOMEM, "%s: out of memory", txc_op_name(op));
     /* Loop over the other dims; each call handles whole rows along dim. */
-    int64_t shape[TXC_MAX_DIMS], strides[2][TXC_MAX_DIMS];
-    int k = 0;
-    for (int d = 0; d < t->ndim; d++) {
-        if (d == dim)
-            continue;
-        shape[k] = t->shape[d];
-        strides[0][k] = t->strides[d] * (int64_t)ies;
-        strides[1][k] = cs[d] * (int64_t)oes;
-        k++;
-    }
-    txc_ops_loop(2, k, shape, (const int64_t(*)[TXC_MAX_DIMS])strides, sm_row, &c);
+    txc_ops_loop_rows(t->ndim, t->shape, dim, t->strides, ies, cs, oes, sm_row, &c);
     return TXC_OK;
 }
 

@@ -130,17 +130,7 @@ static txc_status cpu_cumsum(txc_tensor *out, txc_tensor *const *in, int n_in, c
     c.row = scratch;
     if (half)
         c.facc = (float *)(scratch + ((row_bytes + 15) & ~(size_t)15));
-    int64_t shape[TXC_MAX_DIMS], strides[2][TXC_MAX_DIMS];
-    int k = 0;
-    for (int d = 0; d < t->ndim; d++) {
-        if (d == dim)
-            continue;
-        shape[k] = t->shape[d];
-        strides[0][k] = t->strides[d] * (int64_t)ies;
-        strides[1][k] = cs[d] * (int64_t)oes;
-        k++;
-    }
-    txc_ops_loop(2, k, shape, (const int64_t(*)[TXC_MAX_DIMS])strides, scan_row, &c);
+    txc_ops_loop_rows(t->ndim, t->shape, dim, t->strides, ies, cs, oes, scan_row, &c);
     return TXC_OK;
 }
 
