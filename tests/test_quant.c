@@ -254,7 +254,7 @@ static void check_linear(txc_env *env, txc_dtype dt, int64_t K, int64_t N, int64
     const float *xp = txc_tensor_data_ptr(x);
     for (int level = 0; level <= 1; level++) {
         txc_kern_set_simd_level(level);
-        for (int th = 1; th <= 2; th++) {
+        for (int th = 1; th <= 3; th++) {
             assert_int_equal(txc_threads_set(th), TXC_OK);
             txc_tensor *y = txc_linear(x, W, NULL);
             if (!y)

@@ -106,13 +106,24 @@ TXC_INLINE_AVX2 uint32_t ld32(const uint8_t *p)
     return h;
 }
 
-/* 32 bits -> 32 bytes 16 where the bit is set */
-TXC_INLINE_AVX2 __m256i bits32_16(uint32_t x)
+/* the fifth bits of a pair, h = qh_b | qh_b+1 << 32, ORed into its low and
+ * high integers as 16: one broadcast of the 64 bits, then for each half a
+ * byte shuffle (byte k of the half gets the byte of h that holds its bit:
+ * low half, lanes 0-15 from h bits 0-15 and lanes 16-31 from bits 32-47;
+ * high half, bits 16-31 and 48-63), the other bits set, a compare with
+ * all ones */
+TXC_INLINE_AVX2 void bits64_16(uint64_t h, __m256i *lo, __m256i *hi)
 {
-    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
-    __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
-    b = _mm256_or_si256(b, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
-    return _mm256_and_si256(_mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(16));
+    const __m256i sel_lo = _mm256_set_epi64x(0x0505050505050505, 0x0404040404040404, 0x0101010101010101, 0);
+    const __m256i sel_hi = _mm256_set_epi64x(0x0707070707070707, 0x0606060606060606, 0x0303030303030303,
+                                             0x0202020202020202);
+    const __m256i other = _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe), all = _mm256_set1_epi64x(-1);
+    const __m256i sixteen = _mm256_set1_epi8(16);
+    __m256i x = _mm256_set1_epi64x((long long)h);
+    __m256i bl = _mm256_or_si256(_mm256_shuffle_epi8(x, sel_lo), other);
+    __m256i bh = _mm256_or_si256(_mm256_shuffle_epi8(x, sel_hi), other);
+    *lo = _mm256_or_si256(*lo, _mm256_and_si256(_mm256_cmpeq_epi8(bl, all), sixteen));
+    *hi = _mm256_or_si256(*hi, _mm256_and_si256(_mm256_cmpeq_epi8(bh, all), sixteen));
 }
 
 /* Q4_0, Q4_1, Q5_0, Q5_1: two blocks b, b+1 a step. Their nibbles in one
@@ -140,9 +151,8 @@ TXC_INLINE_AVX2 void pair_step(int T, bool tail, const uint8_t *b0, int64_t p, c
     __m256i raw = _mm256_set_m128i(x1, x0);
     __m256i lo = _mm256_and_si256(raw, m4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
     if (FIVE) {
-        uint32_t h0 = ld32(b0 + QOFF - 4), h1 = tail ? 0 : ld32(b1 + QOFF - 4);
-        lo = _mm256_or_si256(lo, bits32_16((h0 & 0xffffu) | (h1 << 16)));
-        hi = _mm256_or_si256(hi, bits32_16((h0 >> 16) | (h1 & 0xffff0000u)));
+        uint64_t h = ld32(b0 + QOFF - 4) | (tail ? 0 : (uint64_t)ld32(b1 + QOFF - 4) << 32);
+        bits64_16(h, &lo, &hi);
     }
     __m128 F;
     __m256 dw;
