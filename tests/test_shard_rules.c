@@ -308,10 +308,19 @@ static int implicit_gather(txc_env *env, txc_mesh *m)
     txc_sharding_set_implicit_gather(true);
     uint64_t before = txc_sharding_implicit_gather_count();
     txc_tensor *r = txc_matmul(as, bs);
-    txc_sync_global_devices(); /* no device turns it off while another still calls */
-    txc_sharding_set_implicit_gather(false);
     CHECK(txc_sharding_implicit_gather_count() > before, "the gather is counted");
     TRY(same("implicit all-gather", r, "P()", txc_matmul(a, b), 1e-6));
+    /* a view's sizes are the shard's: never gathered */
+    txc_tensor *ac = txc_device_put(a, S(m, TXC_P(NULL, "tp")));
+    txc_tensor *v = txc_view(ac, 1, (int64_t[]){32 / txc_device_count()});
+    txc_sync_global_devices();
+    txc_sharding_set_implicit_gather(false);
+    TRY(refused("a view under the implicit all-gather", v, "aten::view"));
+    /* device_put of a shard */
+    txc_clear_error();
+    CHECK(!txc_device_put(as, S(m, TXC_P(NULL, "tp"))) && strstr(txc_last_error(), "already a shard"),
+          "device_put of a shard: %s", txc_last_error());
+    txc_clear_error();
     txc_sync_global_devices();
     return 0;
 }
@@ -382,6 +391,28 @@ static int jitted(txc_env *env, txc_mesh *m)
     return 0;
 }
 
+/* a 2-D mesh ("dp", "tp") of 4 devices: data-parallel rows, tensor-parallel weights; the all_reduce
+ * runs over "tp" only */
+static int mesh_2d(txc_env *env, txc_mesh *unused)
+{
+    (void)unused;
+    if (txc_device_count() != 4)
+        return 0;
+    const char *axes[] = {"dp", "tp"};
+    txc_mesh *m = txc_mesh_new(NULL, 2, (int64_t[]){2, 2}, axes);
+    CHECK(m, "2-D mesh: %s", txc_last_error());
+    txc_tensor *x = G(env, 2, (int64_t[]){4, 8}, 32), *w1 = G(env, 2, (int64_t[]){12, 8}, 33),
+               *w2 = G(env, 2, (int64_t[]){8, 12}, 34);
+    txc_tensor *xs = txc_device_put(x, S(m, TXC_P("dp", NULL)));
+    txc_tensor *w1s = txc_device_put(w1, S(m, TXC_P("tp", NULL))), *w2s = txc_device_put(w2, S(m, TXC_P(NULL, "tp")));
+    txc_tensor *h = txc_linear(xs, w1s, NULL);
+    int rc = same("2-D: column-parallel over data-parallel rows", h, "P('dp', 'tp')", txc_linear(x, w1, NULL), 1e-6);
+    rc = rc || same("2-D: row-parallel, reduced over 'tp'", txc_linear(h, w2s, NULL), "P('dp', None)",
+                    txc_linear(txc_linear(x, w1, NULL), w2, NULL), 1e-6);
+    txc_mesh_free(m);
+    return rc;
+}
+
 static const struct {
     const char *name;
     case_fn fn;
@@ -389,7 +420,7 @@ static const struct {
     {"elementwise", elementwise}, {"linear", linears},         {"matmul", matmuls},
     {"embedding", embeddings},    {"attention", attention},     {"reductions", reductions},
     {"views", views},             {"implicit gather", implicit_gather}, {"shard_map", shard_map_body},
-    {"jit", jitted},
+    {"jit", jitted},              {"2-D mesh", mesh_2d},
 };
 
 static int run_cases(void *ctx, int device)

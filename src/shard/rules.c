@@ -716,6 +716,20 @@ static void specs_str(const call *c, char *buf, size_t cap)
     }
 }
 
+/* Whether an op of this kind may gather its inputs instead: not the views
+ * and index ops, whose sizes and indices are the local shard's (on the
+ * gathered value they would mean something else), nor an in-place op. */
+static bool gathers(rule_kind k)
+{
+    switch (k) {
+    case R_PERMUTE: case R_VIEW: case R_UNSQUEEZE: case R_SQUEEZE: case R_SELECT: case R_SLICE: case R_EXPAND:
+    case R_INDEX:
+        return false;
+    default:
+        return true;
+    }
+}
+
 /* The inputs gathered whole, the op replicated (JAX's implicit all-gather). */
 static txc_tensor *gather_and_run(call *c, txc_tensor *const *orig)
 {
@@ -803,7 +817,7 @@ static txc_tensor *propagate(txc_op_id op, txc_env *env, txc_tensor *const *in, 
         }
         char specs[512];
         specs_str(c, specs, sizeof specs);
-        if (txc_sharding_implicit_gather() && !(attrs->flags & TXC_ATTR_INPLACE)) {
+        if (txc_sharding_implicit_gather() && gathers(r.kind) && !(attrs->flags & TXC_ATTR_INPLACE)) {
             if (!__atomic_exchange_n(&gather_said[op], 1, __ATOMIC_RELAXED))
                 fprintf(stderr, "txc: implicit all-gather: no sharding rule for %s with %s (%s): the inputs are "
                                 "gathered whole and the op runs replicated\n", c->name, specs, c->why);

@@ -224,6 +224,14 @@ txc_tensor *txc_device_put(txc_tensor *x, const txc_sharding *s)
         txc_error(TXC_ERR_INVALID, "device_put: no sharding");
         return NULL;
     }
+    for (int d = 0; x->sharding && d < x->ndim; d++)
+        if (x->sharding->axis[d] >= 0) {
+            char have[256];
+            txc_sharding_str(x->sharding, have, sizeof have);
+            txc_error(TXC_ERR_INVALID, "device_put: the tensor is already a shard (%s); pass the global value "
+                                       "(txc_gather it first)", have);
+            return NULL;
+        }
     if (s->spec.ndim > x->ndim) {
         txc_error(TXC_ERR_INVALID, "device_put: the spec has %d dims but the tensor %d", s->spec.ndim, x->ndim);
         return NULL;
