@@ -207,7 +207,7 @@ static int matmuls(txc_env *env, txc_mesh *m)
     txc_tensor *x3 = G(env, 3, (int64_t[]){4, 3, 8}, 16), *x3s = txc_device_put(x3, S(m, TXC_P("tp", NULL, NULL)));
     TRY(same("batch split", txc_matmul(x3s, b), "P('tp', None, None)", txc_matmul(x3, b), 1e-6));
     TRY(refused("matmul M and K on one axis", txc_matmul(as, bk),
-                "txc: no sharding rule for aten::matmul with P('tp', None) x P('tp', None) ("));
+                "no sharding rule for aten::matmul with P('tp', None) x P('tp', None) ("));
     return 0;
 }
 

@@ -57,7 +57,7 @@
  *   - collectives (txc_all_reduce, ...) and txc_vocab_parallel_embedding
  *     run on the local values as called; their results carry no sharding.
  * An op with no rule for the specs it meets fails with TXC_ERR_UNSUPPORTED
- * naming the op and the specs ("txc: no sharding rule for aten::matmul
+ * naming the op and the specs ("no sharding rule for aten::matmul
  * with P('tp', None) x P('tp', None) (...)"), or, with the implicit
  * all-gather on (txc_sharding_set_implicit_gather), gathers its inputs
  * whole, runs replicated and says so once per op on stderr.

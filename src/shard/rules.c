@@ -827,7 +827,7 @@ static txc_tensor *propagate(txc_op_id op, txc_env *env, txc_tensor *const *in, 
             on = res ? res->ndim : 0;
             memset(out, -1, sizeof out);
         } else {
-            txc_error(TXC_ERR_UNSUPPORTED, "txc: no sharding rule for %s with %s (%s); gather the inputs first "
+            txc_error(TXC_ERR_UNSUPPORTED, "no sharding rule for %s with %s (%s); gather the inputs first "
                                            "(txc_gather), or allow an implicit all-gather "
                                            "(TXC_SHARDING_IMPLICIT_GATHER=1)", c->name, specs, c->why);
         }
