@@ -373,6 +373,14 @@ static int jitted(txc_env *env, txc_mesh *m)
               (unsigned long long)(collective_calls() - c0));
         rc = same("jit replay = eager", out[0], "P()", eager[0], 0) || same("jit = unsharded", out[0], "P()", ref, 1e-6);
     }
+    /* the same shapes with another sharding: another signature (a plan for it), said so */
+    txc_tensor *in2[3] = {txc_device_put(x, S(m, TXC_P_REPLICATED)), in[1], in[2]}, *out2[1] = {NULL};
+    if (!rc && txc_jit_call(jit, in2, 3, NULL, NULL, 0, out2, 1, &n_out) != TXC_OK) {
+        rc = 1;
+        CHECK(false, "jit call with x P(): %s", txc_last_error());
+    }
+    bool said = strstr(txc_jit_last_recompile_reason(jit), "input 0 sharding changed") != NULL;
+    rc = rc || same("jit, x P()", out2[0], "P()", ref, 1e-6);
     txc_jit_stats st = txc_jit_get_stats(jit);
     char *dump = NULL;
     size_t dlen = 0;
@@ -385,8 +393,9 @@ static int jitted(txc_env *env, txc_mesh *m)
     free(dump);
     txc_jit_free(jit);
     CHECK(!rc, "replay");
-    CHECK(st.misses == 1 && st.hits == 2, "one compilation, two replays (%llu, %llu)", (unsigned long long)st.misses,
+    CHECK(st.misses == 2 && st.hits == 2, "two compilations, two replays (%llu, %llu)", (unsigned long long)st.misses,
           (unsigned long long)st.hits);
+    CHECK(said, "the recompile reason names the sharding");
     CHECK(has_ar, "the plan holds the all_reduce node");
     return 0;
 }
