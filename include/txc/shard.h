@@ -195,7 +195,7 @@ txc_status txc_tensor_shard_index(const txc_tensor *t, int i, int64_t *start, in
  * (jax.experimental.multihost_utils.process_allgather): all_gather along
  * every split dim; the result carries no sharding. An unsharded tensor is
  * returned retained, a replicated one (P()) as a view without the
- * sharding. */
+ * sharding; either way caller-owned, or the open scope's. */
 txc_tensor *txc_gather(txc_tensor *t);
 
 /* Collectives over the processes along one mesh axis (the others fixed):

@@ -328,8 +328,8 @@ txc_tensor *txc_gather(txc_tensor *t)
     if (!t)
         return NULL;
     const txc_sharding *s = t->sharding;
-    if (!s)
-        return txc_tensor_retain(t);
+    if (!s) /* (the open scope's, as every result) */
+        return txc_env_scope_adopt(t->env, txc_tensor_retain(t));
     txc_env *env = txc_tensor_env(t);
     bool split = false;
     for (int d = 0; d < s->spec.ndim; d++)
