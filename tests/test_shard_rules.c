@@ -295,6 +295,21 @@ static int views(txc_env *env, txc_mesh *m)
     txc_tensor *parts[2] = {xr, txc_device_put(x, S(m, TXC_P("tp", NULL)))};
     TRY(same("cat along the unsplit dim", txc_cat(parts, 2, 1), "P('tp', None)",
              txc_cat((txc_tensor *[]){x, x}, 2, 1), 0));
+    TRY(same("stack", txc_stack(parts, 2, 0), "P(None, 'tp', None)", txc_stack((txc_tensor *[]){x, x}, 2, 0), 0));
+    TRY(refused("cat along the split dim", txc_cat(parts, 2, 0), "aten::cat"));
+    int64_t iv[3] = {5, 0, 7};
+    txc_tensor *idx = txc_tensor_from_data(env, TXC_I64, 1, (int64_t[]){3}, iv);
+    TRY(same("index_select of an unsplit dim", txc_index_select(xr, 1, idx), "P('tp', None)",
+             txc_index_select(x, 1, idx), 0));
+    /* a StaticCache write per kv-head shard: index_copy_ of the new positions, in place */
+    txc_tensor *cache = G(env, 4, (int64_t[]){1, 4, 6, 4}, 35), *src = G(env, 4, (int64_t[]){1, 4, 2, 4}, 36);
+    int64_t pv[2] = {4, 1};
+    txc_tensor *pos = txc_tensor_from_data(env, TXC_I64, 1, (int64_t[]){2}, pv);
+    const txc_sharding *heads = S(m, TXC_P(NULL, "tp", NULL, NULL));
+    txc_tensor *cs = txc_device_put(cache, heads);
+    CHECK(txc_index_copy_(cs, 2, pos, txc_device_put(src, heads)) == TXC_OK, "index_copy_: %s", txc_last_error());
+    CHECK(txc_index_copy_(cache, 2, pos, src) == TXC_OK, "index_copy_ (reference): %s", txc_last_error());
+    TRY(same("index_copy_ per head shard", cs, "P(None, 'tp', None, None)", cache, 0));
     return 0;
 }
 

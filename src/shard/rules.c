@@ -631,6 +631,8 @@ static txc_tensor *r_concat(call *c, bool stack, int *on, int8_t *out)
     for (int i = 1; i < c->n; i++)
         if (c->in[i]->ndim != n)
             return own_error(c);
+    if (stack && n >= TXC_MAX_DIMS)
+        return own_error(c);
     const int d = norm_dim(c->a.ints[0], stack ? n + 1 : n);
     for (int e = 0; e < n; e++) {
         int axis = -1;
