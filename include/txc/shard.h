@@ -18,10 +18,56 @@
  * Each device holds its addressable shards only; the calls below made on
  * a device's thread are that device's. A tensor placed with a
  * NamedSharding is its local shard (the local shape) and knows its
- * sharding (txc_tensor_sharding); ops on it run on the local shard, as in
- * JAX's shard_map, and their results carry no sharding: a program that
- * needs the global value says so with a collective (txc_all_reduce, ...)
- * or txc_gather.
+ * sharding (txc_tensor_sharding).
+ *
+ * Ops on sharded tensors follow sharding rules (GSPMD's propagation, as
+ * jax.jit over NamedSharding'd arrays; src/shard/rules.c): the op runs on
+ * the local shards and its result carries the sharding the rule gives, so
+ * a chain of ops computes the global program. Sizes an op takes (a view's
+ * shape, a slice's range) are the local ones, as txc_tensor_shape gives
+ * them; a tensor without a sharding is replicated. The rules:
+ *   - elementwise ops (and rotary, where, masked_fill, to(dtype)) keep the
+ *     split dims; a replicated operand that has a split dim in full takes
+ *     its block (a slice, no communication); two inputs splitting one dim
+ *     over different axes have no rule;
+ *   - linear(x, W) with W in torch's (out, in) layout: W P("tp", None)
+ *     (column-parallel) needs no communication, the result split on its
+ *     last dim; x split on its last dim with W P(None, "tp") (row-
+ *     parallel) gives partial sums, which the rule sums with an all_reduce
+ *     (then adds the bias once): the result is replicated. matmul the
+ *     same over its K dim, its batch dims broadcast;
+ *   - embedding with the table split over the vocabulary (P("tp", None))
+ *     looks up this block's rows, zeros for the others, and all_reduces
+ *     (Megatron-LM's VocabParallelEmbedding); split over the hidden dim it
+ *     keeps that split;
+ *   - scaled_dot_product_attention and causal_attention run per batch or
+ *     head shard: q, k, v split on dim 0 or 1 keep it (replicated k/v take
+ *     the kv heads of this block of query heads);
+ *   - sum and mean over a split dim all_reduce the partials; max, argmax,
+ *     softmax, log_softmax, cumsum over a split dim, rms_norm and
+ *     layer_norm over a split last dim have no rule; over other dims they
+ *     keep the split;
+ *   - permute / transpose / unsqueeze / squeeze / select / slice / expand
+ *     move the split with its dim (removing, slicing or expanding a split
+ *     dim has no rule); view / reshape keep a split dim where it stays the
+ *     outer factor of a result dim (splitting [H*D] into [H, D] keeps it on
+ *     H, merging [H, D] into [H*D] keeps it), else no rule;
+ *   - cat / stack / index_select / index_copy along an unsplit dim keep the
+ *     splits;
+ *   - collectives (txc_all_reduce, ...) and txc_vocab_parallel_embedding
+ *     run on the local values as called; their results carry no sharding.
+ * An op with no rule for the specs it meets fails with TXC_ERR_UNSUPPORTED
+ * naming the op and the specs ("no sharding rule for aten::matmul
+ * with P('tp', None) x P('tp', None) (...)"), or, with the implicit
+ * all-gather on (txc_sharding_set_implicit_gather), gathers its inputs
+ * whole, runs replicated and says so once per op on stderr.
+ * Every step a rule adds (the slices, the all_reduces) is an op, so the
+ * JIT records it as a plan node; a traced function's inputs keep their
+ * shardings and so does its outputs' (the signature includes them).
+ * Inside txc_shard_map_begin / _end (jax.shard_map's body) none of this
+ * applies: ops run on the local shards, results carry no sharding, and
+ * the program calls the collectives itself (the models' tensor-parallel
+ * forward, src/models/tp.c, runs so).
  *
  * Collectives are ops in the op table (_c10d_functional::all_reduce,
  * all_gather_into_tensor, reduce_scatter_tensor, broadcast, as torchax
@@ -147,7 +193,9 @@ int txc_tensor_num_addressable_shards(const txc_tensor *t);
 txc_status txc_tensor_shard_index(const txc_tensor *t, int i, int64_t *start, int64_t *global_shape);
 /* The global value of a sharded tensor on every process
  * (jax.experimental.multihost_utils.process_allgather): all_gather along
- * every split dim. An unsharded tensor is returned retained. */
+ * every split dim; the result carries no sharding. An unsharded tensor is
+ * returned retained, a replicated one (P()) as a view without the
+ * sharding; either way caller-owned, or the open scope's. */
 txc_tensor *txc_gather(txc_tensor *t);
 
 /* Collectives over the processes along one mesh axis (the others fixed):
@@ -166,6 +214,25 @@ txc_tensor *txc_broadcast(txc_tensor *x, const txc_mesh *mesh, const char *axis,
  * (as float32), others give zero rows; an all_reduce over the axis gives
  * the whole lookup. */
 txc_tensor *txc_vocab_parallel_embedding(txc_tensor *weight, txc_tensor *ids, int64_t offset);
+
+/* jax.shard_map's body on the calling thread: until the matching
+ * txc_shard_map_end, ops on sharded tensors run on the local shards with
+ * no sharding rule and their results carry no sharding (the program calls
+ * the collectives itself). Nests. txc_model_forward runs inside one. */
+void txc_shard_map_begin(void);
+void txc_shard_map_end(void);
+
+/* The implicit all-gather (JAX's name for it): with it on, an op that has
+ * no sharding rule for the specs it meets gathers its sharded inputs whole
+ * (all_gather along each split dim), runs replicated (its result P()) and
+ * prints one line on stderr the first time each op does so; off (the
+ * default), it fails naming the op and the specs. Until set here the
+ * environment variable TXC_SHARDING_IMPLICIT_GATHER (1: on) decides. An
+ * in-place op (index_copy_) never gathers. Process-wide. */
+void txc_sharding_set_implicit_gather(bool on);
+bool txc_sharding_implicit_gather(void);
+/* Op calls that gathered implicitly in this process so far. */
+uint64_t txc_sharding_implicit_gather_count(void);
 
 /* jax.experimental.multihost_utils.sync_global_devices: returns when
  * every device of the calling thread's job has called it (a barrier over

@@ -26,7 +26,15 @@ static txc_status check_envs(const char *op, txc_env *env, txc_tensor *const *in
     return TXC_OK;
 }
 
-txc_tensor *txc_dispatch(txc_op_id op, txc_env *env, txc_tensor *const *in, int n_in, const txc_op_attrs *attrs)
+static txc_shard_hook shard_hook; /* set once by the shard layer */
+static _Thread_local int shard_map_depth;
+
+void txc_env_set_shard_hook(txc_shard_hook hook) { __atomic_store_n(&shard_hook, hook, __ATOMIC_RELEASE); }
+int txc_env_shard_map_depth(void) { return shard_map_depth; }
+void txc_env_shard_map_add(int delta) { shard_map_depth += delta; }
+
+static txc_tensor *dispatch(txc_op_id op, txc_env *env, txc_tensor *const *in, int n_in, const txc_op_attrs *attrs,
+                            bool propagate)
 {
     const txc_op_def *def = txc_op_get(op);
     const char *name = txc_op_name(op);
@@ -56,6 +64,14 @@ txc_tensor *txc_dispatch(txc_op_id op, txc_env *env, txc_tensor *const *in, int 
     txc_op_attrs zero = {0};
     if (!attrs)
         attrs = &zero;
+    if (propagate) /* a sharded input outside shard_map: its sharding rule (shard/rules.c) */
+        for (int i = 0; i < n_in; i++)
+            if (in[i]->sharding) {
+                txc_shard_hook hook = __atomic_load_n(&shard_hook, __ATOMIC_ACQUIRE);
+                if (hook && shard_map_depth == 0)
+                    return hook(op, env, in, n_in, attrs);
+                break;
+            }
     env->op_count++;
     if (env->trace_hook) /* tracing: record, do not run */
         return txc_env_scope_adopt(env, env->trace_hook(env->trace_ctx, env, op, in, n_in, attrs));
@@ -99,4 +115,15 @@ txc_tensor *txc_dispatch(txc_op_id op, txc_env *env, txc_tensor *const *in, int 
         return NULL;
     }
     return txc_env_scope_adopt(env, out);
+}
+
+txc_tensor *txc_dispatch(txc_op_id op, txc_env *env, txc_tensor *const *in, int n_in, const txc_op_attrs *attrs)
+{
+    return dispatch(op, env, in, n_in, attrs, true);
+}
+
+txc_tensor *txc_dispatch_local(txc_op_id op, txc_env *env, txc_tensor *const *in, int n_in,
+                               const txc_op_attrs *attrs)
+{
+    return dispatch(op, env, in, n_in, attrs, false);
 }

@@ -26,11 +26,28 @@ struct txc_env {
     void *trace_ctx;
 };
 
+/* Sharding propagation (installed by the shard layer, shard/rules.c, when
+ * the first NamedSharding is made): runs an op call one of whose inputs
+ * carries a sharding, outside a shard_map body — the rule of the op for
+ * the specs it meets, its local ops through txc_dispatch_local — and sets
+ * the result's sharding. Same contract as txc_dispatch. */
+typedef txc_tensor *(*txc_shard_hook)(txc_op_id op, txc_env *env, txc_tensor *const *in, int n_in,
+                                      const txc_op_attrs *attrs);
+void txc_env_set_shard_hook(txc_shard_hook hook);
+/* Depth of txc_shard_map_begin on the calling thread (0: propagation on). */
+int txc_env_shard_map_depth(void);
+void txc_env_shard_map_add(int delta);
+
 /* Run op `op` on `in` (n_in tensors) with `attrs` in the inputs' env (or
  * `env` for ops without tensor inputs; NULL = active). Checks envs and
  * devices, infers, allocates, runs the kernel, hands the result to the open
  * scope. NULL on error (message names the op). */
 txc_tensor *txc_dispatch(txc_op_id op, txc_env *env, txc_tensor *const *in, int n_in,
                          const txc_op_attrs *attrs);
+/* txc_dispatch without sharding propagation: the op on the local tensors
+ * as they are, the result without a sharding (shard_map semantics; what
+ * the rules call for their local steps). */
+txc_tensor *txc_dispatch_local(txc_op_id op, txc_env *env, txc_tensor *const *in, int n_in,
+                               const txc_op_attrs *attrs);
 
 #endif

@@ -18,6 +18,7 @@ typedef struct sig_entry {
     int64_t shape[TXC_MAX_DIMS];
     int64_t strides[TXC_MAX_DIMS];
     txc_device device;
+    const struct txc_sharding *sharding; /* txc/shard.h: the rules trace another graph for another one */
 } sig_entry;
 
 typedef struct txc_plan {
@@ -36,6 +37,7 @@ typedef struct txc_plan {
     int *group;             /* per exec slot: sibling linears run from it as one (1: alone, 0: run by a leader) */
     int n_exec;
     int *bind_start, *bind_vals; /* per input: the values living in its buffer */
+    const struct txc_sharding **out_sharding; /* per output: its sharding when traced (txc/shard.h) */
     int64_t arena_bytes;
     struct txc_plan *next;
 } txc_plan;
@@ -95,6 +97,7 @@ static void entry_of(const txc_tensor *t, sig_entry *e)
     memcpy(e->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
     memcpy(e->strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
     e->device = txc_tensor_device(t);
+    e->sharding = t->sharding;
 }
 
 static uint64_t signature_hash(txc_tensor *const *in, int n, const void *statics, size_t len)
@@ -197,6 +200,10 @@ static void explain_miss(txc_jit *jit, txc_tensor *const *in, int n, const char 
             snprintf(jit->reason + l, sizeof jit->reason - l, "%s", txc_device_name(e.device));
             return;
         }
+        if (e.sharding != o->sharding) {
+            snprintf(jit->reason, sizeof jit->reason, "%s sharding changed", nm);
+            return;
+        }
     }
     const unsigned char *s = statics;
     size_t i = 0;
@@ -231,11 +238,13 @@ static void plan_free(txc_plan *p)
     free(p->group);
     free(p->bind_start);
     free(p->bind_vals);
+    free(p->out_sharding);
     free(p);
 }
 
 /* Trace jit->fn on placeholders for `in`: the graph, or NULL on error. */
-static txc_graph *trace(txc_jit *jit, txc_tensor *const *in, int n, const void *statics, size_t len)
+static txc_graph *trace(txc_jit *jit, txc_tensor *const *in, int n, const void *statics, size_t len,
+                        const struct txc_sharding **out_sharding)
 {
     txc_env *env = jit->env;
     txc_graph *g = txc_graph_new();
@@ -267,6 +276,8 @@ static txc_graph *trace(txc_jit *jit, txc_tensor *const *in, int n, const void *
             g->buffers[b].input = i;
             g->inputs[g->n_inputs++] = id;
             ok = (tin[i] = txc_env_scope_adopt(env, txc_trace_tensor(g, env, id))) != NULL;
+            if (ok) /* sharded inputs trace the sharding rules' ops (shard/rules.c) */
+                tin[i]->sharding = in[i]->sharding;
         }
     }
     int n_out = 0;
@@ -290,6 +301,7 @@ static txc_graph *trace(txc_jit *jit, txc_tensor *const *in, int n, const void *
             txc_error(TXC_ERR_INVALID, "jit '%s': output %d does not depend on the inputs (return a traced tensor)",
                       jit->name, i);
         } else {
+            out_sharding[g->n_outputs] = outs[i]->sharding;
             g->outputs[g->n_outputs++] = outs[i]->value;
         }
     }
@@ -505,9 +517,21 @@ static txc_plan *load_cached(txc_jit *jit, const char *path, txc_plan_key key, c
 static txc_plan *compile(txc_jit *jit, txc_tensor *const *in, int n, const void *statics, size_t len)
 {
     double t0 = now_ms();
-    txc_graph *g = trace(jit, in, n, statics, len);
-    if (!g)
+    const struct txc_sharding **out_sh = malloc(sizeof *out_sh * TXC_JIT_MAX_IO);
+    txc_graph *g = out_sh ? trace(jit, in, n, statics, len, out_sh) : NULL;
+    if (!g) {
+        if (!out_sh)
+            txc_error(TXC_ERR_NOMEM, "out of memory (trace)");
+        free(out_sh);
         return NULL;
+    }
+    bool any_sh = false;
+    for (int i = 0; i < g->n_outputs; i++)
+        any_sh |= out_sh[i] != NULL;
+    if (!any_sh) {
+        free(out_sh);
+        out_sh = NULL;
+    }
     jit->stats.trace_ms += now_ms() - t0;
     jit->stats.nodes_traced = g->n_nodes;
     jit->cache_msg[0] = 0;
@@ -542,6 +566,7 @@ static txc_plan *compile(txc_jit *jit, txc_tensor *const *in, int n, const void 
         p = arena >= 0 ? build_plan(jit, g, arena) : NULL;
         if (!p) {
             txc_graph_free(g);
+            free(out_sh);
             return NULL;
         }
         jit->stats.last_compile_source = "compiled";
@@ -580,6 +605,7 @@ static txc_plan *compile(txc_jit *jit, txc_tensor *const *in, int n, const void 
             }
         }
     }
+    p->out_sharding = out_sh;
     p->n_inputs = n;
     p->sig = calloc((size_t)(n > 0 ? n : 1), sizeof *p->sig);
     p->statics = malloc(len ? len : 1);
@@ -903,8 +929,11 @@ txc_status txc_jit_call(txc_jit *jit, txc_tensor *const *in, int n, const char *
     if (s != TXC_OK)
         return s;
     jit->stats.arena_bytes = p->arena_bytes;
-    for (int i = 0; i < p->graph->n_outputs; i++)
+    for (int i = 0; i < p->graph->n_outputs; i++) {
         outputs[i] = &p->hdr[p->graph->outputs[i]];
+        if (p->out_sharding) /* as traced: the sharding rules' result */
+            outputs[i]->sharding = p->out_sharding[i];
+    }
     *n_outputs = p->graph->n_outputs;
     return TXC_OK;
 }

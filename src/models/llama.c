@@ -857,5 +857,10 @@ txc_tensor *txc_model_forward_with(txc_model *m, txc_tensor *const *params, txc_
         txc_error(TXC_ERR_INVALID, "forward: call it inside txc_env_scope_begin/end");
         return NULL;
     }
-    return m->arch->forward(m, params, input_ids, position_ids, cache, cache_position, logits_to_keep, logits_index);
+    /* the tensor-parallel forward calls its collectives itself (models/tp.c): a shard_map body */
+    txc_shard_map_begin();
+    txc_tensor *logits = m->arch->forward(m, params, input_ids, position_ids, cache, cache_position, logits_to_keep,
+                                          logits_index);
+    txc_shard_map_end();
+    return logits;
 }

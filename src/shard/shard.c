@@ -3,28 +3,13 @@
 #include "backend/comm.h"
 #include "env/env_impl.h"
 #include "ops/registry.h"
+#include "shard/shard_impl.h"
 #include "txc/ops.h"
 #include "txc/shard.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct txc_sharding {
-    txc_mesh *mesh;
-    txc_partition_spec spec;
-    char names[8][32]; /* spec.axes point here */
-    struct txc_sharding *next;
-};
-
-struct txc_mesh {
-    int ndim;
-    int64_t shape[TXC_MESH_MAX_AXES];
-    char axis[TXC_MESH_MAX_AXES][32];
-    int64_t coord[TXC_MESH_MAX_AXES]; /* this process's */
-    int group[TXC_MESH_MAX_AXES];     /* comm group along each axis */
-    txc_sharding *shardings;
-};
 
 txc_status txc_distributed_init(void) { return txc_comm_init(); }
 int txc_process_index(void) { return txc_comm_init() ? 0 : txc_comm_process_rank(); }
@@ -176,14 +161,37 @@ const txc_sharding *txc_named_sharding(txc_mesh *m, txc_partition_spec spec)
     }
     s->mesh = m;
     s->spec.ndim = spec.ndim;
+    for (int i = 0; i < TXC_MAX_DIMS; i++)
+        s->axis[i] = -1;
     for (int i = 0; i < spec.ndim; i++)
         if (spec.axes[i]) {
             snprintf(s->names[i], sizeof s->names[i], "%s", spec.axes[i]);
             s->spec.axes[i] = s->names[i];
+            s->axis[i] = (int8_t)axis_of(m, spec.axes[i]);
         }
     s->next = m->shardings;
     m->shardings = s;
+    txc_shard_rules_install();
     return s;
+}
+
+const txc_sharding *txc_shard_intern(txc_mesh *m, int ndim, const int8_t *axis)
+{
+    int n = 0; /* the spec's length: up to the last split dim */
+    for (int d = 0; d < ndim; d++)
+        if (axis[d] >= 0)
+            n = d + 1;
+    for (txc_sharding *s = m->shardings; s; s = s->next) {
+        bool same = true;
+        for (int d = 0; d < TXC_MAX_DIMS && same; d++)
+            same = s->axis[d] == (d < n ? axis[d] : -1);
+        if (same)
+            return s;
+    }
+    txc_partition_spec spec = {.ndim = n};
+    for (int d = 0; d < n; d++)
+        spec.axes[d] = axis[d] >= 0 ? m->axis[axis[d]] : NULL;
+    return txc_named_sharding(m, spec);
 }
 
 const txc_mesh *txc_sharding_mesh(const txc_sharding *s) { return s ? s->mesh : NULL; }
@@ -216,6 +224,14 @@ txc_tensor *txc_device_put(txc_tensor *x, const txc_sharding *s)
         txc_error(TXC_ERR_INVALID, "device_put: no sharding");
         return NULL;
     }
+    for (int d = 0; x->sharding && d < x->ndim; d++)
+        if (x->sharding->axis[d] >= 0) {
+            char have[256];
+            txc_sharding_str(x->sharding, have, sizeof have);
+            txc_error(TXC_ERR_INVALID, "device_put: the tensor is already a shard (%s); pass the global value "
+                                       "(txc_gather it first)", have);
+            return NULL;
+        }
     if (s->spec.ndim > x->ndim) {
         txc_error(TXC_ERR_INVALID, "device_put: the spec has %d dims but the tensor %d", s->spec.ndim, x->ndim);
         return NULL;
@@ -312,9 +328,14 @@ txc_tensor *txc_gather(txc_tensor *t)
     if (!t)
         return NULL;
     const txc_sharding *s = t->sharding;
-    if (!s)
-        return txc_tensor_retain(t);
+    if (!s) /* (the open scope's, as every result) */
+        return txc_env_scope_adopt(t->env, txc_tensor_retain(t));
     txc_env *env = txc_tensor_env(t);
+    bool split = false;
+    for (int d = 0; d < s->spec.ndim; d++)
+        split |= s->spec.axes[d] != NULL;
+    if (!split) /* replicated (P()): the same values, without the sharding */
+        return txc_tensor_to_env(t, env);
     int mark = txc_env_scope_begin(env);
     if (mark < 0)
         return NULL;
@@ -325,6 +346,13 @@ txc_tensor *txc_gather(txc_tensor *t)
     txc_tensor *keep = v ? txc_tensor_retain(v) : NULL;
     txc_env_scope_end(env, mark);
     return keep ? txc_env_scope_adopt(env, keep) : NULL;
+}
+
+void txc_shard_map_begin(void) { txc_env_shard_map_add(1); }
+void txc_shard_map_end(void)
+{
+    if (txc_env_shard_map_depth() > 0)
+        txc_env_shard_map_add(-1);
 }
 
 txc_status txc_sync_global_devices(void)
