@@ -477,6 +477,7 @@ int main(int argc, char **argv)
     if (!env_ok())
         return EXIT_ERROR;
     if (argc >= 2 && argv[1][0] != '-' && strcmp(argv[1], "generate") != 0 && strcmp(argv[1], "bench") != 0 &&
+        strcmp(argv[1], "serve") != 0 &&
         !txc_cli_mpirun_ok(argv[1])) /* (the others run one copy per process) */
         return EXIT_ERROR;
     if (argc < 2) {
