@@ -201,7 +201,7 @@ static int generate_body(void *ctx, const txc_cli_device *dev)
     if (prompt_file) {
         txc_cli_batch_args ba = {.prompt_file = prompt_file, .batch_size = batch_size, .max_cache_len = max_cache_len,
                                  .json = json, .verbose = verbose, .max_new_tokens = max_new_tokens, .gcfg = &gcfg,
-                                 .stop = sc.stop, .n_stop = sc.n_stop};
+                                 .stop = sc.stop, .n_stop = sc.n_stop, .out = dev->out, .err = err};
         if (dev->lead)
             txc_cli_note_no_compile_cache(&gf, "generate --prompt-file");
         if (verbose)
@@ -413,12 +413,6 @@ static int cmd_generate(int argc, char **argv)
         return EXIT_ERROR;
     }
     if (!(model_dir = txc_cli_model_dir(model_dir))) {
-        free(prompt_buf);
-        return EXIT_ERROR;
-    }
-    if (prompt_file && gf.devices > 1) {
-        fprintf(stderr, "txc: --prompt-file does not run on --devices yet (its batch runs on one device; mpirun "
-                        "-np N ... --tp N does)\n");
         free(prompt_buf);
         return EXIT_ERROR;
     }
