@@ -34,6 +34,8 @@ static void usage_serve(FILE *f)
             "POST /v1/chat/completions, GET /metrics) with continuous batching: --parallel slots\n"
             "decode together, a request takes a free slot between two steps. SIGINT or SIGTERM\n"
             "stops it: no new requests, running ones finish (up to 5 s), exit status 0.\n"
+            "mpirun -np N txc serve --tp N: tensor-parallel, rank 0 serves HTTP and the other ranks\n"
+            "run the same batch steps on their shards (SIGTERM to rank 0 stops them all).\n"
             "  --model DIR         model folder (default: $TXC_MODEL, else " DEFAULT_MODEL_REL ")\n"
             "  --host ADDR         address to listen on (default 127.0.0.1)\n"
             "  --port N            TCP port (default 8080; 0: any free port, printed at the start)\n"
