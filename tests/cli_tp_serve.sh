@@ -129,8 +129,9 @@ else
 fi
 
 # idle longer than the collective deadline, then a request, then SIGTERM to mpirun
-TXC_COLLECTIVE_TIMEOUT=2 start tp2 mpirun --allow-run-as-root --oversubscribe -np 2 -- --tp 2 || exit 1
-sleep 3
+TXC_COLLECTIVE_TIMEOUT=5 start tp2 mpirun --allow-run-as-root --oversubscribe -np 2 -- --tp 2 || exit 1
+complete tp2.warm '{"prompt": "Once upon a time", "max_tokens": 4}' # (the plans compiled)
+sleep 6
 complete tp2.plain '{"prompt": "Once upon a time", "max_tokens": 40}'
 [ "$(text tp2.plain)" = "$(text one.plain)" ] && ok "idle past the collective deadline, then the same text" ||
   bad "after idle: $(text tp2.plain 2>&1) $(tail -3 "$tmp/tp2.err")"
