@@ -75,6 +75,9 @@ expect_error "--tp 3 on 3 devices: the sizes that work, once" \
   "$TXC" generate --model "$MODEL" --prompt x --tp 3 --devices cpu:3 --threads 3
 expect_error "bench --tp 3 on 3 devices, once" "does not divide by 3" \
   "$TXC" bench --model "$MODEL" --tp 3 --devices cpu:3 --threads 3 -n 4 --no-compile-cache
+expect_error "GPT-2 --tp 3: the sizes that work, once" \
+  "gpt2: --tp 3: num_attention_heads 4 does not divide by 3 (tensor-parallel sizes that work: 1, 2, 4)$" \
+  "$TXC" bench --model "$TXC_SOURCE_DIR/tests/fixtures/arch/gpt2" --tp 3 --devices cpu:3 --threads 3 -n 4 --no-compile-cache
 expect_error "chat --devices" "txc chat does not run tensor-parallel yet" "$TXC" chat --model "$MODEL" --devices cpu:2 --tp 2
 
 # --prompt-file and bench --batch on two devices: the bytes of one device, printed once
