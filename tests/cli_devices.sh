@@ -2,7 +2,8 @@
 # Tensor parallelism over in-process CPU devices: `txc generate --devices
 # cpu:N --tp N` prints the bytes one device prints (eager and compiled, tp 2
 # and 4, the compile cache's plans reused by a second run, sampling with a
-# seed), with nothing more on stderr; txc bench --devices' lines; the
+# seed), with nothing more on stderr; --prompt-file (text and --json) and
+# bench --batch on two devices, printed once; txc bench --devices' lines; the
 # errors, each one line (the other devices quiet).
 set -u
 TXC=${TXC_BIN:?set by ctest}
@@ -74,9 +75,32 @@ expect_error "--tp 3 on 3 devices: the sizes that work, once" \
   "$TXC" generate --model "$MODEL" --prompt x --tp 3 --devices cpu:3 --threads 3
 expect_error "bench --tp 3 on 3 devices, once" "does not divide by 3" \
   "$TXC" bench --model "$MODEL" --tp 3 --devices cpu:3 --threads 3 -n 4 --no-compile-cache
+expect_error "GPT-2 --tp 3: the sizes that work, once" \
+  "gpt2: --tp 3: num_attention_heads 4 does not divide by 3 (tensor-parallel sizes that work: 1, 2, 4)$" \
+  "$TXC" bench --model "$TXC_SOURCE_DIR/tests/fixtures/arch/gpt2" --tp 3 --devices cpu:3 --threads 3 -n 4 --no-compile-cache
 expect_error "chat --devices" "txc chat does not run tensor-parallel yet" "$TXC" chat --model "$MODEL" --devices cpu:2 --tp 2
-expect_error "--prompt-file --devices" "--prompt-file does not run on --devices" \
-  "$TXC" generate --model "$MODEL" --prompt-file /dev/null --devices cpu:2 --tp 2 --threads 2
+
+# --prompt-file and bench --batch on two devices: the bytes of one device, printed once
+printf 'Once upon a time\nThe little dog\nLily and Ben went\n' >"$tmp/prompts"
+for fmt in "" --json; do
+  "$TXC" generate --model "$MODEL" --prompt-file "$tmp/prompts" -n 30 --threads 1 --no-compile-cache $fmt \
+    >"$tmp/pf1" 2>/dev/null
+  "$TXC" generate --model "$MODEL" --prompt-file "$tmp/prompts" -n 30 --threads 2 --devices cpu:2 --tp 2 \
+    --no-compile-cache --batch-size 2 $fmt >"$tmp/pf2" 2>"$tmp/pfe"
+  rc=$?
+  if [ $rc -eq 0 ] && [ "$(wc -l <"$tmp/pf2")" -eq 3 ] && cmp -s "$tmp/pf1" "$tmp/pf2"; then
+    ok "--prompt-file $fmt on --devices cpu:2 --tp 2: one device's bytes, once"
+  else
+    bad "--prompt-file $fmt --devices (rc $rc): $(head -c 300 "$tmp/pf2") / $(head -c 300 "$tmp/pf1") $(cat "$tmp/pfe")"
+  fi
+done
+"$TXC" bench --model "$MODEL" --devices cpu:2 --tp 2 --threads 2 --no-compile-cache -n 16 --batch 1,2 >"$tmp/bb" 2>"$tmp/bbe"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(grep -c "^batched greedy decode" "$tmp/bb")" -eq 1 ] && grep -qE "^ +2 +[0-9.]+ " "$tmp/bb"; then
+  ok "bench --batch on --devices cpu:2 --tp 2: one table"
+else
+  bad "bench --batch --devices (rc $rc): $(cat "$tmp/bb") $(cat "$tmp/bbe")"
+fi
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

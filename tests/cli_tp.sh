@@ -71,7 +71,7 @@ expect_error "--tp 2 in one process" "needs 2 processes (mpirun -np 2" \
   "$TXC" generate --model "$MODEL" --prompt x --tp 2
 expect_error "--tp 0" "--tp" "$TXC" generate --model "$MODEL" --prompt x --tp 0
 expect_error "chat --tp" "txc chat does not run tensor-parallel yet" "$TXC" chat --model "$MODEL" --tp 1
-expect_error "serve --tp" "txc serve does not run tensor-parallel yet" "$TXC" serve --model "$MODEL" --tp 1
+expect_error "serve --tp 2 in one process" "needs 2 processes (mpirun -np 2" "$TXC" serve --model "$MODEL" --tp 2
 mpi 3 "$TXC" generate --model "$MODEL" --prompt x --tp 3 >"$tmp/o3" 2>"$tmp/e3"
 rc=$?
 if [ $rc -ne 0 ] && grep -q "^txc: --tp 3: num_attention_heads 8 does not divide by 3 (tensor-parallel sizes that work: 1, 2, 4)$" "$tmp/e3" &&

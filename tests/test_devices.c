@@ -297,6 +297,7 @@ typedef struct model_case {
     float *logits; /* the unsharded model's (N_IDS, vocab) */
     int32_t tokens[2][NEW]; /* eager, compiled */
     bool refused;           /* this tp does not divide the heads */
+    const size_t *gpt2_bytes; /* GPT-2: a rank's weight bytes per tp (its slices and the replicated rest) */
 } model_case;
 
 static bool generate_ids(txc_model *m, const char *dir, bool jit, int32_t *out)
@@ -351,6 +352,9 @@ static int model_fn(void *ctx, int d)
     const txc_hf_config *lc = txc_model_config(tp);
     CHECK(lc->num_key_value_heads == (mc->kv_heads % n ? 1 : mc->kv_heads / n), "%s: %lld local kv heads at tp %d",
           mc->name, (long long)lc->num_key_value_heads, n);
+    CHECK(!mc->gpt2_bytes || txc_model_weights_info(tp).param_bytes == mc->gpt2_bytes[n],
+          "%s: tp %d holds %zu weight bytes, its slices are %zu", mc->name, n, txc_model_weights_info(tp).param_bytes,
+          mc->gpt2_bytes ? mc->gpt2_bytes[n] : 0);
     int rc = 0;
     txc_env *env = txc_model_env(tp);
     int mark = txc_env_scope_begin(env);
@@ -399,10 +403,15 @@ static void check_model(const char *name, const char *dir)
     for (int jit = 0; jit < 2; jit++)
         if (!generate_ids(full, dir, jit, mc.tokens[jit]))
             fail_msg("%s: generate: %s", name, txc_last_error());
-    const bool gpt2 = strcmp(c->model_type, "gpt2") == 0;
+    size_t gpt2_bytes[5] = {0};
+    if (strcmp(c->model_type, "gpt2") == 0) {
+        for (int n = 2; n <= 4; n *= 2)
+            gpt2_bytes[n] = tu_gpt2_tp_param_bytes(c, n);
+        mc.gpt2_bytes = gpt2_bytes;
+    }
     for (int n = 2; n <= 4; n *= 2) {
         /* (a size that is a multiple of num_key_value_heads replicates the kv heads) */
-        mc.refused = gpt2 || c->num_attention_heads % n || c->intermediate_size % n ||
+        mc.refused = c->num_attention_heads % n || c->intermediate_size % n ||
                      (c->num_key_value_heads % n && n % c->num_key_value_heads);
         reset();
         assert_no_failure(txc_devices_run(n, NULL, model_fn, &mc, NULL));

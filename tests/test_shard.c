@@ -274,13 +274,6 @@ static void check_model(const model_case *mc)
         fail_msg("%s: %s", mc->name, txc_last_error());
     txc_status s = txc_model_load(mc->dir, &to, &tp);
     const txc_hf_config *c = txc_model_config(full);
-    bool fused = strcmp(c->model_type, "gpt2") == 0; /* Conv1D: not tensor-parallel yet */
-    if (N > 1 && fused) {
-        assert_int_equal(s, TXC_ERR_UNSUPPORTED);
-        assert_non_null(strstr(txc_last_error(), "not tensor-parallel"));
-        txc_model_free(full);
-        return;
-    }
     if (N > 1 && ((c->num_key_value_heads % N && N % c->num_key_value_heads) || c->num_attention_heads % N ||
                   c->intermediate_size % N)) {
         assert_int_equal(s, TXC_ERR_INVALID);
@@ -297,6 +290,8 @@ static void check_model(const model_case *mc)
         assert_int_equal(txc_model_config(tp)->num_key_value_heads * N, c->num_key_value_heads);
     if (N > 1) /* this rank holds its slices: less than the whole */
         assert_true(txc_model_weights_info(tp).param_bytes < txc_model_weights_info(full).param_bytes);
+    if (strcmp(c->model_type, "gpt2") == 0) /* Conv1D: exactly its slices and the replicated rest */
+        assert_int_equal(txc_model_weights_info(tp).param_bytes, tu_gpt2_tp_param_bytes(c, N));
     const int32_t ids[] = {1, 7, 42, 3, 99, 12, 5};
     compare_logits(mc->name, full, tp, ids, 7);
     compare_tokens(mc->name, full, tp, mc->dir, ids, 7, false);

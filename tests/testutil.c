@@ -82,7 +82,18 @@ void tu_rm_rf(const char *dir)
 }
 
 #include <math.h>
+#include "txc/hf_config.h"
 #include "txc/ops.h"
+
+size_t tu_gpt2_tp_param_bytes(const txc_hf_config *c, int n)
+{
+    const int64_t H = c->hidden_size, I = c->intermediate_size, V = c->vocab_size;
+    int64_t split = 3 * H * H + 3 * H + H * I + I + H * H + I * H; /* per layer */
+    int64_t rep = 2 * H + 2 * H + H + H;                            /* ln_1, ln_2, the c_proj biases */
+    int64_t total = c->num_hidden_layers * (split / n + rep) + c->max_position_embeddings * H + 2 * H;
+    total += (V % n ? V * H : V * H / n) * (c->tie_word_embeddings ? 1 : 2); /* wte (and an untied lm_head) */
+    return (size_t)total * 4;
+}
 
 static double json_num(const cJSON *v)
 {

@@ -22,6 +22,12 @@ char *tu_mkdtemp(void);
 int tu_write_file(const char *path, const void *data, size_t len);
 /* Remove a directory tree made by tu_mkdtemp. */
 void tu_rm_rf(const char *dir);
+/* The float32 weight bytes one rank of a GPT-2 config holds at tensor
+ * parallel size n: 1/n of wte (when vocab_size divides by n), c_attn and its
+ * bias, c_fc and its bias, attn.c_proj and mlp.c_proj; all of wpe, the
+ * LayerNorms and the two c_proj biases (replicated). */
+struct txc_hf_config;
+size_t tu_gpt2_tp_param_bytes(const struct txc_hf_config *c, int n);
 
 #endif
 

@@ -155,6 +155,8 @@ void txc_model_free(txc_model *model);
 /* The tensor-parallel size and this process's rank along it (1, 0 without). */
 int64_t txc_model_tp_size(const txc_model *model);
 int64_t txc_model_tp_rank(const txc_model *model);
+/* The mesh whose "tp" axis the model is split over (txc_model_options.tp_mesh; NULL without). */
+const struct txc_mesh *txc_model_tp_mesh(const txc_model *model);
 /* What loading did with the weights (see txc_weights_info). */
 txc_weights_info txc_model_weights_info(const txc_model *model);
 

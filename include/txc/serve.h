@@ -100,6 +100,27 @@ int64_t txc_server_max_cache_len(const txc_server *srv);
 void txc_server_stop(txc_server *srv, int grace_ms);
 void txc_server_free(txc_server *srv);
 
+/* Tensor parallelism across processes (mpirun -np N txc serve --tp N): rank
+ * 0 runs txc_server_start on its shard of the model and serves; every other
+ * rank calls txc_serve_follow on its shard instead, which opens no socket
+ * and runs the same batch steps as rank 0: before each step rank 0
+ * broadcasts (txc_broadcast over the model's "tp" axis) the requests it
+ * added to slots (prompt ids, sampling parameters, seed) and the slots it
+ * cancelled since the last one, with the tokens its last step gave, and
+ * every rank replays them on its own batch (txc/batch.h is deterministic in
+ * its calls; every rank gets the same logits bits, so the same tokens).
+ * Returns TXC_OK when rank 0's server stops (txc_server_stop / free);
+ * errors: TXC_ERR_INVALID (the model is not tensor-parallel, or this is
+ * rank 0; a rank whose batch or tokens differ from rank 0's: "out of step"),
+ * TXC_ERR_NOMEM, TXC_ERR_FORMAT (a malformed message), those of
+ * txc_batch_new. Idle, rank 0 sends a heartbeat every 50 ms, so a follower
+ * waits for requests for any time without reaching the collectives'
+ * deadline; a rank that dies ends the job as a collective's timeout does
+ * (txc/shard.h). Under MPI the server's scheduler thread makes the
+ * collectives (MPI_THREAD_SERIALIZED); in-process devices (--devices) are
+ * not supported. */
+txc_status txc_serve_follow(txc_model *model);
+
 #ifdef __cplusplus
 }
 #endif

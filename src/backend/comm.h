@@ -19,8 +19,9 @@
  * TXC_COLLECTIVE_TIMEOUT=SECONDS): nonblocking MPI calls polled with
  * MPI_Test, and past the deadline one line on stderr and MPI_Abort, so a
  * dead or unreachable peer ends every rank with a nonzero exit, never a
- * hang. Under MPI only the thread that called txc_comm_init calls these
- * (MPI_THREAD_FUNNELED); in-process devices call them from their threads.
+ * hang. Under MPI one thread at a time calls these (MPI_THREAD_SERIALIZED:
+ * the main thread, or txc serve's scheduler thread while the main thread
+ * waits for a signal); in-process devices call them from their threads.
  */
 #ifndef TXC_BACKEND_COMM_H
 #define TXC_BACKEND_COMM_H

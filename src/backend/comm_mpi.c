@@ -95,7 +95,7 @@ static const txc_comm_backend mpi_backend = {
 txc_status txc_comm_mpi_init(txc_comm_ctx *ctx, char *host, size_t host_cap)
 {
     int provided = 0;
-    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
         return txc_error(TXC_ERR_IO, "MPI_Init_thread failed");
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);

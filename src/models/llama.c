@@ -195,8 +195,9 @@ static txc_status load_param(txc_model *m, const txc_safetensors *st, const char
 }
 
 /* load_param; with `part` (tensor parallelism over a fused weight, Phi-3's
- * qkv_proj / gate_up_proj): this rank's share of rows [part_off, part_off +
- * part_len), a parameter named "<name>[<part>]". */
+ * qkv_proj / gate_up_proj, GPT-2's c_attn and its bias): this rank's share
+ * of rows [part_off, part_off + part_len) (columns for TP_COLS: a Conv1D's
+ * output features), a parameter named "<name>[<part>]". */
 static txc_status load_param_part(txc_model *m, const txc_safetensors *st, const char *name, int ndim,
                                   const int64_t *shape, const char *why, int split, const char *part,
                                   int64_t part_off, int64_t part_len, int *out)
@@ -253,10 +254,10 @@ static txc_status load_param_part(txc_model *m, const txc_safetensors *st, const
             return txc_last_status();
         }
     } else if (part) { /* a block of a fused weight: this rank's share of it */
-        txc_status ts = txc_tp_slice_rows(m, t, part_off, part_len, split, &arr);
+        txc_status ts = txc_tp_slice_part(m, t, part_off, part_len, split, &arr);
         if (ts)
             return ts;
-        numel = numel / t->shape[0] * (part_len / txc_tp_blocks(m, split));
+        numel = numel / t->shape[split == TP_COLS] * (part_len / txc_tp_blocks(m, split));
     } else if (split != TP_REPLICATED) { /* tensor parallelism: this rank's slice (models/tp.c) */
         txc_status ts = txc_tp_slice(m, t, split, &arr);
         if (ts)
@@ -417,21 +418,27 @@ static txc_status load_layers(txc_model *m, const txc_safetensors *st)
             int n = role_shape(c, lp->role, false, lp->conv1d && !m->linear_layout, shape);
             snprintf(name, sizeof name, "%s.%lld.%s", a->layers, (long long)l, lp->name);
             txc_status s;
-            if (m->tp_size > 1 && (lp->role == L_QKV || lp->role == L_GATE_UP)) {
+            /* a Conv1D weight is stored (in, out): its colwise split takes columns, its rowwise one rows */
+            const bool conv1d = lp->conv1d && !m->linear_layout && n == 2;
+            if (m->tp_size > 1 && (lp->role == L_QKV || lp->role == L_QKV_BIAS || lp->role == L_GATE_UP)) {
                 /* fused: each block split alone (q|k|v, gate|up), one parameter each */
                 int64_t q = c->num_attention_heads * c->head_dim, kv = c->num_key_value_heads * c->head_dim;
                 int64_t I = c->intermediate_size;
-                bool qkv = lp->role == L_QKV;
-                static const char *const names[2][3] = {{"q", "k", "v"}, {"gate", "up", NULL}};
-                const int roles[2][3] = {{L_Q, L_K, L_V}, {L_GATE, L_UP, -1}};
-                const int64_t len[2][3] = {{q, kv, kv}, {I, I, 0}};
+                int f = lp->role == L_QKV ? 0 : lp->role == L_QKV_BIAS ? 1 : 2;
+                static const char *const names[3][3] = {{"q", "k", "v"}, {"q", "k", "v"}, {"gate", "up", NULL}};
+                static const int roles[3][3] = {{L_Q, L_K, L_V}, {L_Q_BIAS, L_K_BIAS, L_V_BIAS}, {L_GATE, L_UP, -1}};
+                const int64_t len[3][3] = {{q, kv, kv}, {q, kv, kv}, {I, I, 0}};
                 s = TXC_OK;
                 int64_t off = 0;
-                for (int k = 0; k < (qkv ? 3 : 2) && s == TXC_OK; off += len[!qkv][k], k++)
-                    s = load_param_part(m, st, name, n, shape, why, txc_tp_split(m, roles[!qkv][k], false),
-                                        names[!qkv][k], off, len[!qkv][k], &m->layer[l][roles[!qkv][k]]);
+                for (int k = 0; k < (f < 2 ? 3 : 2) && s == TXC_OK; off += len[f][k], k++) {
+                    int split = txc_tp_split(m, roles[f][k], false);
+                    s = load_param_part(m, st, name, n, shape, why, conv1d ? txc_tp_conv1d_split(split) : split,
+                                        names[f][k], off, len[f][k], &m->layer[l][roles[f][k]]);
+                }
             } else {
-                s = load_param(m, st, name, n, shape, why, txc_tp_split(m, lp->role, false), &m->layer[l][lp->role]);
+                int split = txc_tp_split(m, lp->role, false);
+                s = load_param(m, st, name, n, shape, why, conv1d ? txc_tp_conv1d_split(split) : split,
+                               &m->layer[l][lp->role]);
             }
             if (s)
                 return s;
@@ -560,8 +567,9 @@ txc_status txc_model_load(const char *dir, const txc_model_options *opts, txc_mo
                           (long long)c->num_hidden_layers, m->wfile, txc_safetensors_count(st));
     }
     if (s == TXC_OK) {
-        /* (+ 3 per layer: under --tp a fused qkv_proj and gate_up_proj load as five parameters) */
-        size_t max_params = (size_t)m->arch->n_global + (size_t)c->num_hidden_layers * ((size_t)m->arch->n_layer + 3);
+        /* (+ 4 per layer: under --tp a fused qkv_proj and gate_up_proj load as five parameters, GPT-2's c_attn
+         * and its bias as six) */
+        size_t max_params = (size_t)m->arch->n_global + (size_t)c->num_hidden_layers * ((size_t)m->arch->n_layer + 4);
         m->params = calloc(max_params, sizeof *m->params);
         m->layer = malloc((size_t)c->num_hidden_layers * sizeof *m->layer);
         m->window = calloc((size_t)c->num_hidden_layers, sizeof *m->window);

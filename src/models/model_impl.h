@@ -222,10 +222,15 @@ int64_t txc_tp_blocks(const txc_model *m, int split);
 /* This rank's slice of `t` (TP_ROWS / TP_KV_ROWS: dim 0, zero copy when
  * aligned; TP_COLS: dim 1, copied). */
 txc_status txc_tp_slice(const txc_model *m, const txc_st_tensor *t, int split, txc_array **out);
-/* This rank's block (split TP_ROWS or TP_KV_ROWS) of rows [row0, row0 +
- * rows) of a 2-D `t` (a block of a fused weight), zero copy when aligned. */
-txc_status txc_tp_slice_rows(const txc_model *m, const txc_st_tensor *t, int64_t row0, int64_t rows, int split,
+/* This rank's block of [off, off + len) of a fused weight's (or its
+ * bias's) dim: dim 0 for TP_ROWS / TP_KV_ROWS (rows, zero copy when
+ * aligned; `t` 1-D or 2-D), dim 1 for TP_COLS (columns of a 2-D `t`,
+ * copied: a Conv1D's output features). */
+txc_status txc_tp_slice_part(const txc_model *m, const txc_st_tensor *t, int64_t off, int64_t len, int split,
                              txc_array **out);
+/* The split of a 2-D Conv1D weight, stored (in, out): TP_ROWS (the output
+ * features, colwise) becomes TP_COLS and TP_COLS (rowwise) TP_ROWS. */
+int txc_tp_conv1d_split(int split);
 /* The NamedSharding a split parameter carries (NULL: replicated). */
 const struct txc_sharding *txc_tp_sharding(const txc_model *m, int split, int ndim);
 /* After the load: the config's head and intermediate counts become this rank's. */

@@ -18,8 +18,18 @@
  * columns are copied out row by row. Norms and o/down biases are
  * replicated. Phi-3's fused qkv_proj / gate_up_proj are split block by
  * block (this rank's q rows, k rows, v rows: three zero-copy ranges, three
- * parameters), so the forward runs the unfused path. Where vocab_size does not divide by the size, the embedding
- * and lm_head are replicated (no gather).
+ * parameters), so the forward runs the unfused path. Where vocab_size
+ * does not divide by the size, the embedding and lm_head are replicated (no
+ * gather).
+ *
+ * GPT-2's Conv1D stores its weights (in, out), the transpose of
+ * nn.Linear's: a colwise split (c_attn, c_fc) takes columns, a rowwise one
+ * (attn.c_proj, mlp.c_proj) rows (txc_tp_conv1d_split). Its fused c_attn
+ * (hidden, 3 * hidden) and bias (3 * hidden) are split per q | k | v block,
+ * so a rank holds its heads' q, k and v (vLLM's GPT2Attention: a
+ * QKVParallelLinear c_attn, RowParallelLinear c_proj; transformers'
+ * GPT2Config has no base_model_tp_plan). GPT-2 has as many kv heads as
+ * heads: they always split.
  */
 #include "models/model_impl.h"
 #include "txc/shard.h"
@@ -42,10 +52,6 @@ txc_status txc_tp_setup(txc_model *m, txc_mesh *mesh)
     if (n == 1)
         return TXC_OK;
     const txc_hf_config *c = &m->config;
-    if (m->arch == &txc_arch_gpt2)
-        return txc_error(TXC_ERR_UNSUPPORTED, "--tp %lld: model_type '%s' is not tensor-parallel yet (its Conv1D "
-                                              "weights; supported: llama, mistral, qwen2, qwen3, gemma, gemma2, phi3)",
-                         (long long)n, c->model_type);
     const int64_t H = c->num_attention_heads, KV = c->num_key_value_heads, I = c->intermediate_size;
     /* a size works when it divides the heads and the intermediate size, and divides the kv heads or is a
      * multiple of them (replicated kv heads) */
@@ -91,8 +97,8 @@ int txc_tp_split(const txc_model *m, int role, bool global)
     switch (role) {
     case L_K: case L_V: case L_K_BIAS: case L_V_BIAS:
         return m->kv_rep > 1 ? TP_KV_ROWS : TP_ROWS;
-    case L_Q: case L_GATE: case L_UP:
-    case L_Q_BIAS: case L_GATE_BIAS: case L_UP_BIAS:
+    case L_Q: case L_GATE: case L_UP: case L_FC:
+    case L_Q_BIAS: case L_GATE_BIAS: case L_UP_BIAS: case L_FC_BIAS:
         return TP_ROWS;
     case L_O: case L_DOWN:
         return TP_COLS;
@@ -148,22 +154,40 @@ txc_status txc_tp_slice(const txc_model *m, const txc_st_tensor *t, int split, t
     return *out ? TXC_OK : txc_last_status();
 }
 
-txc_status txc_tp_slice_rows(const txc_model *m, const txc_st_tensor *t, int64_t row0, int64_t rows, int split,
+txc_status txc_tp_slice_part(const txc_model *m, const txc_st_tensor *t, int64_t off, int64_t len, int split,
                              txc_array **out)
 {
     *out = NULL;
     const int64_t n = txc_tp_blocks(m, split);
-    if (txc_dtype_is_quantized(t->dtype) || t->ndim != 2 || rows % n || row0 < 0 || row0 + rows > t->shape[0])
-        return txc_error(TXC_ERR_FORMAT, "--tp %lld: tensor '%s': rows [%lld, %lld) do not split by %lld", (long long)n,
-                         t->name, (long long)row0, (long long)(row0 + rows), (long long)n);
-    const size_t row = txc_dtype_size(t->dtype) * (size_t)t->shape[1];
-    const int64_t mine = rows / n, shape[2] = {mine, t->shape[1]};
-    const size_t skip = (size_t)(row0 + tp_block(m, split) * mine) * row;
-    if (t->aligned)
-        *out = txc_array_from_storage(t->storage, t->byte_offset + skip, t->dtype, 2, shape);
-    else if ((*out = txc_array_new(txc_env_device(m->env), t->dtype, 2, shape)))
-        memcpy(txc_array_data(*out), (const char *)t->data + skip, (size_t)mine * row);
+    const int dim = split == TP_COLS ? 1 : 0;
+    if (txc_dtype_is_quantized(t->dtype) || t->ndim < 1 || t->ndim > 2 || t->ndim <= dim || len % n || off < 0 ||
+        len < 0 || off + len > t->shape[dim])
+        return txc_error(TXC_ERR_FORMAT, "--tp %lld: tensor '%s': dim %d [%lld, %lld) does not split by %lld",
+                         (long long)n, t->name, dim, (long long)off, (long long)(off + len), (long long)n);
+    const size_t es = txc_dtype_size(t->dtype);
+    const int64_t mine = len / n, first = off + tp_block(m, split) * mine;
+    int64_t shape[2] = {t->shape[0], t->ndim == 2 ? t->shape[1] : 1};
+    shape[dim] = mine;
+    if (dim == 0) { /* rows [first, first + mine): one contiguous range */
+        const size_t row = es * (size_t)shape[1], skip = (size_t)first * row;
+        if (t->aligned)
+            *out = txc_array_from_storage(t->storage, t->byte_offset + skip, t->dtype, t->ndim, shape);
+        else if ((*out = txc_array_new(txc_env_device(m->env), t->dtype, t->ndim, shape)))
+            memcpy(txc_array_data(*out), (const char *)t->data + skip, (size_t)mine * row);
+    } else if ((*out = txc_array_new(txc_env_device(m->env), t->dtype, 2, shape))) {
+        /* columns [first, first + mine) of every row: copied */
+        const size_t part = (size_t)mine * es, full = (size_t)t->shape[1] * es;
+        char *dst = txc_array_data(*out);
+        const char *src = (const char *)t->data + (size_t)first * es;
+        for (int64_t i = 0; i < t->shape[0]; i++)
+            memcpy(dst + (size_t)i * part, src + (size_t)i * full, part);
+    }
     return *out ? TXC_OK : txc_last_status();
+}
+
+int txc_tp_conv1d_split(int split)
+{
+    return split == TP_ROWS ? TP_COLS : split == TP_COLS ? TP_ROWS : split;
 }
 
 const txc_sharding *txc_tp_sharding(const txc_model *m, int split, int ndim)
@@ -188,3 +212,4 @@ void txc_tp_localize(txc_model *m)
 
 int64_t txc_model_tp_size(const txc_model *m) { return m ? m->tp_size : 1; }
 int64_t txc_model_tp_rank(const txc_model *m) { return m ? m->tp_rank : 0; }
+const txc_mesh *txc_model_tp_mesh(const txc_model *m) { return m && m->tp_size > 1 ? m->tp_mesh : NULL; }

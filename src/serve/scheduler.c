@@ -147,7 +147,7 @@ static void admit(txc_server *srv, txc_batch *b, serve_request **slots)
             q.gen.n_eos = 0;
         int slot = -1;
         txc_clear_error();
-        txc_status s = txc_batch_add(b, &q, &slot);
+        txc_status s = serve_tp_add(srv, b, &q, &slot);
         if (s != TXC_OK) {
             /* the request was checked before it was queued: what is left is
              * the batch's own check (e.g. a sampling value it refuses) */
@@ -156,7 +156,7 @@ static void admit(txc_server *srv, txc_batch *b, serve_request **slots)
             continue;
         }
         if (!(r->detok = txc_detok_stream_new(srv->ctx.tok, true))) {
-            txc_batch_cancel(b, slot);
+            serve_tp_cancel(srv, b, slot);
             fail(srv, r, 503, "server_error", "out of memory");
             continue;
         }
@@ -203,7 +203,7 @@ static void gather(txc_server *srv, txc_batch *b, serve_request **slots)
 static void end_slot(txc_server *srv, txc_batch *b, serve_request **slots, int slot)
 {
     serve_request *r = slots[slot];
-    txc_batch_cancel(b, slot);
+    serve_tp_cancel(srv, b, slot);
     slots[slot] = NULL;
     srv->n_busy--;
     if (r->cancelled)
@@ -251,7 +251,7 @@ static void on_event(txc_server *srv, txc_batch *b, serve_request **slots, const
             if (!t) {
                 serve_fail(&r->err, 503, "server_error", NULL, "out of memory");
                 if (!done)
-                    txc_batch_cancel(b, ev->slot);
+                    serve_tp_cancel(srv, b, ev->slot);
                 slots[ev->slot] = NULL;
                 srv->n_busy--;
                 finish(srv, r);
@@ -299,7 +299,7 @@ static void on_event(txc_server *srv, txc_batch *b, serve_request **slots, const
     }
     if (stopped || done) {
         if (!done)
-            txc_batch_cancel(b, ev->slot); /* a stop string: free the slot now */
+            serve_tp_cancel(srv, b, ev->slot); /* a stop string: free the slot now */
         slots[ev->slot] = NULL;
         srv->n_busy--;
         finish(srv, r);
@@ -337,7 +337,7 @@ static void *sched_main(void *arg)
         if (srv->n_busy == 0) {
             if (srv->sched_exit)
                 break;
-            pthread_cond_wait(&srv->sched_cond, &srv->mu);
+            serve_tp_idle_wait(srv); /* (a tensor-parallel model's heartbeat to the other ranks) */
             continue;
         }
         if (was_idle)
@@ -345,7 +345,7 @@ static void *sched_main(void *arg)
         pthread_mutex_unlock(&srv->mu);
         int n_events = 0;
         txc_clear_error();
-        txc_status s = txc_batch_step(b, events, TXC_BATCH_MAX_SLOTS, &n_events);
+        txc_status s = serve_tp_step(srv, b, events, TXC_BATCH_MAX_SLOTS, &n_events); /* (tp: the ranks follow) */
         if (s != TXC_OK && srv->o.verbose)
             fprintf(stderr, "txc serve: step failed: %s\n", txc_last_error());
         txc_batch_stats st = txc_batch_get_stats(b);
@@ -359,6 +359,7 @@ static void *sched_main(void *arg)
         srv->m.steps = st.steps;
     }
     pthread_mutex_unlock(&srv->mu);
+    serve_tp_end(srv); /* tensor-parallel: the other ranks stop */
     txc_ops_thread_release(); /* this thread's kernel scratch (thread-local: lost when it ends) */
     return NULL;
 }

@@ -61,6 +61,11 @@ txc_status txc_server_start(txc_model *model, const txc_tokenizer *tok, const tx
         return txc_last_status() != TXC_OK ? txc_last_status() : TXC_ERR_NOMEM;
     }
     srv->engine = (struct serve_engine *)b;
+    txc_status tps = serve_tp_new(srv, model, &bo); /* a tensor-parallel model: the other ranks follow (tp_serve.c) */
+    if (tps != TXC_OK) {
+        txc_server_free(srv);
+        return tps;
+    }
     /* requests without a seed: distinct seeds, different in every run */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -127,6 +132,7 @@ void txc_server_free(txc_server *srv)
     serve_http_stop(srv);
     serve_deadline_stop(srv);
     txc_batch_free((txc_batch *)srv->engine);
+    serve_tp_free(srv);
     pthread_cond_destroy(&srv->watch_cond);
     pthread_mutex_destroy(&srv->watch_mu);
     pthread_cond_destroy(&srv->sched_cond);

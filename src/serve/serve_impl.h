@@ -169,6 +169,7 @@ typedef struct serve_metrics {
 } serve_metrics;
 
 struct serve_engine;
+typedef struct serve_tp serve_tp;       /* tp_serve.c: the step record of a tensor-parallel model */
 typedef struct serve_watch serve_watch; /* deadline.c: one connection's request deadline */
 
 struct txc_server {
@@ -187,6 +188,7 @@ struct txc_server {
     bool sched_started, stopped;
     pthread_t sched;
     struct serve_engine *engine;
+    serve_tp *tp;                  /* NULL unless the model is tensor-parallel (mpirun ... --tp N) */
     uint64_t seed_counter;
     serve_metrics m;
     struct MHD_Daemon *daemon;
@@ -229,5 +231,25 @@ void serve_release(txc_server *srv, serve_request *r);
 /* Stop the scheduler: queued requests fail with 503 at once, running ones
  * finish for up to grace_ms, then are cancelled; joins the thread. */
 void serve_sched_stop(txc_server *srv, int grace_ms);
+
+/* tp_serve.c: rank 0's side of a tensor-parallel model. serve_tp_new (no-op
+ * for a model on one device) records, the scheduler making its batch calls
+ * through serve_tp_add / _cancel / _step, which call txc_batch_* and record
+ * them; _step broadcasts the record to the other ranks first
+ * (txc_serve_follow replays it). serve_tp_idle_wait is the scheduler's wait
+ * for work (mu held): with a tp model it waits at most 50 ms, then sends
+ * a heartbeat. serve_tp_end (after the scheduler's loop): every rank stops. */
+struct txc_batch;
+struct txc_batch_options;
+struct txc_batch_request;
+struct txc_batch_event;
+txc_status serve_tp_new(txc_server *srv, txc_model *model, const struct txc_batch_options *bo);
+void serve_tp_free(txc_server *srv);
+txc_status serve_tp_add(txc_server *srv, struct txc_batch *b, const struct txc_batch_request *q, int *slot);
+txc_status serve_tp_cancel(txc_server *srv, struct txc_batch *b, int slot);
+txc_status serve_tp_step(txc_server *srv, struct txc_batch *b, struct txc_batch_event *events, int max_events,
+                         int *n_events);
+void serve_tp_idle_wait(txc_server *srv);
+void serve_tp_end(txc_server *srv);
 
 #endif

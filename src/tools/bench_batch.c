@@ -110,7 +110,7 @@ static txc_status run_batch(txc_batch *b, txc_model *model, int B, const int32_t
 }
 
 int txc_bench_batch(txc_model *model, const char *model_name, const int *sizes, int n_sizes, const int32_t *prompt,
-                    int64_t n_prompt, int64_t new_tokens, int64_t max_cache_len, bool json, const char *cpu)
+                    int64_t n_prompt, int64_t new_tokens, int64_t max_cache_len, bool json, const char *cpu, FILE *out)
 {
     batch_row rows[TXC_BENCH_MAX_BATCHES];
     memset(rows, 0, sizeof rows);
@@ -176,23 +176,23 @@ int txc_bench_batch(txc_model *model, const char *model_name, const int *sizes, 
             cJSON_AddItemToArray(arr, o);
         }
         char *s = cJSON_PrintUnformatted(j);
-        printf("%s\n", s ? s : "{}");
+        fprintf(out, "%s\n", s ? s : "{}");
         free(s);
         cJSON_Delete(j);
         return 0;
     }
-    printf("model: %s; %s; %d threads\n", model_name, cpu, txc_threads_get());
-    printf("batched greedy decode (txc/batch.h slots, compiled): prompt %lld tokens, %lld new tokens per sequence, "
+    fprintf(out, "model: %s; %s; %d threads\n", model_name, cpu, txc_threads_get());
+    fprintf(out, "batched greedy decode (txc/batch.h slots, compiled): prompt %lld tokens, %lld new tokens per sequence, "
            "batch invariance %s\n",
            (long long)n_prompt, (long long)new_tokens, txc_ops_batch_invariant() ? "on" : "off (--no-batch-invariant)");
-    printf("%6s  %16s  %16s  %11s  %11s\n", "batch", "aggregate tok/s", "per-seq tok/s", "vs batch 1", "prefill ms");
+    fprintf(out, "%6s  %16s  %16s  %11s  %11s\n", "batch", "aggregate tok/s", "per-seq tok/s", "vs batch 1", "prefill ms");
     for (int i = 0; i < n_sizes; i++) {
         const batch_row *r = &rows[i];
         double agg = r->decode_ms > 0 ? (double)r->decode_tokens / r->decode_ms * 1e3 : 0;
         char vs[32] = "-";
         if (base > 0)
             snprintf(vs, sizeof vs, "%.2fx", agg / base);
-        printf("%6d  %16.2f  %16.2f  %11s  %11.1f\n", r->B, agg, agg / r->B, vs, r->prefill_ms);
+        fprintf(out, "%6d  %16.2f  %16.2f  %11s  %11.1f\n", r->B, agg, agg / r->B, vs, r->prefill_ms);
     }
     return 0;
 }

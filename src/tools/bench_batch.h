@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "txc/model.h"
 
 #define TXC_BENCH_MAX_BATCHES 16
@@ -15,9 +16,10 @@ bool txc_bench_parse_batch_list(const char *s, int *sizes, int max, int *n);
  * new_tokens each, no eos) through a batch of B slots, compiled; prints
  * aggregate decode tok/s (tokens of the steps where all B rows decode in
  * one forward / their wall time; new_tokens must exceed B for any), per-sequence tok/s (aggregate / B) and the
- * ratio to batch 1 (a table, or one JSON object with batch_rows). Returns
+ * ratio to batch 1 (a table, or one JSON object with batch_rows) on `out`
+ * (an in-process device but 0 passes its /dev/null). Returns
  * the exit status (2 after one line on stderr). */
 int txc_bench_batch(txc_model *model, const char *model_name, const int *sizes, int n_sizes, const int32_t *prompt,
-                    int64_t n_prompt, int64_t new_tokens, int64_t max_cache_len, bool json, const char *cpu);
+                    int64_t n_prompt, int64_t new_tokens, int64_t max_cache_len, bool json, const char *cpu, FILE *out);
 
 #endif

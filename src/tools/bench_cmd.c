@@ -1108,7 +1108,7 @@ static int bench_body(void *ctx, const txc_cli_device *dev)
     bi.threads = txc_threads_get();
     if (n_batch_sizes > 0) { /* --batch: the batched decode rows instead of the table */
         int brc = txc_bench_batch(model, bi.model, batch_sizes, n_batch_sizes, prompt, (int64_t)n_prompt, new_tokens,
-                                  bi.max_cache_len, json, bi.cpu);
+                                  bi.max_cache_len, json, bi.cpu, dev->out);
         free(prompt);
         txc_model_free(model);
         return brc;
@@ -1316,10 +1316,6 @@ int txc_cmd_bench(int argc, char **argv)
     }
     if (optind < argc) {
         fprintf(stderr, "txc: unexpected argument '%s' (see txc bench --help)\n", argv[optind]);
-        return EXIT_ERROR;
-    }
-    if (n_batch_sizes > 0 && devices > 1) {
-        fprintf(stderr, "txc: --batch does not run on --devices yet (the batch runs on one device)\n");
         return EXIT_ERROR;
     }
     if (!txc_cli_parallel_setup(tp, devices, &wopts))

@@ -115,23 +115,23 @@ static bool cut_stop(row *r, const char *const *stop, int n_stop)
 }
 
 /* A line of text output: the continuation with \ and newlines escaped. */
-static void print_text(const row *r)
+static void print_text(FILE *out, const row *r)
 {
     for (size_t i = 0; i < r->n_text; i++) {
         char c = r->text[i];
         if (c == '\\')
-            fputs("\\\\", stdout);
+            fputs("\\\\", out);
         else if (c == '\n')
-            fputs("\\n", stdout);
+            fputs("\\n", out);
         else if (c == '\r')
-            fputs("\\r", stdout);
+            fputs("\\r", out);
         else
-            fputc(c, stdout);
+            fputc(c, out);
     }
-    fputc('\n', stdout);
+    fputc('\n', out);
 }
 
-static bool print_json(const row *r, size_t index)
+static bool print_json(FILE *out, const row *r, size_t index)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "index", (double)index);
@@ -147,7 +147,7 @@ static bool print_json(const row *r, size_t index)
     cJSON_Delete(j);
     if (!s)
         return false;
-    printf("%s\n", s);
+    fprintf(out, "%s\n", s);
     free(s);
     return true;
 }
@@ -155,6 +155,7 @@ static bool print_json(const row *r, size_t index)
 int txc_cli_generate_file(txc_model *model, const txc_tokenizer *tok, const txc_generate_options *opts,
                           const txc_cli_batch_args *a)
 {
+    FILE *out = a->out ? a->out : stdout, *err = a->err ? a->err : stderr;
     size_t n = 0;
     char **lines = read_lines(a->prompt_file, &n);
     if (!lines)
@@ -163,7 +164,7 @@ int txc_cli_generate_file(txc_model *model, const txc_tokenizer *tok, const txc_
     int rc = 0;
     txc_batch *b = NULL;
     if (!rows) {
-        fprintf(stderr, "txc: out of memory (--prompt-file)\n");
+        fprintf(err, "txc: out of memory (--prompt-file)\n");
         rc = EXIT_ERROR;
         goto done;
     }
@@ -178,7 +179,7 @@ int txc_cli_generate_file(txc_model *model, const txc_tokenizer *tok, const txc_
             snprintf(what, sizeof what, "prompt %zu", i + 1);
             rc = txc_cli_fail_in(what);
         } else if (rows[i].n_ids == 0) {
-            fprintf(stderr, "txc: prompt %zu encodes to no tokens (the tokenizer adds no BOS)\n", i + 1);
+            fprintf(err, "txc: prompt %zu encodes to no tokens (the tokenizer adds no BOS)\n", i + 1);
             rc = EXIT_ERROR;
         }
         longest = (int64_t)rows[i].n_ids > longest ? (int64_t)rows[i].n_ids : longest;
@@ -216,7 +217,7 @@ int txc_cli_generate_file(txc_model *model, const txc_tokenizer *tok, const txc_
                 txc_batch_add(b, &q, &s) != TXC_OK) {
                 char what[64];
                 snprintf(what, sizeof what, "prompt %zu", next + 1);
-                rc = rows[next].out ? txc_cli_fail_in(what) : (fprintf(stderr, "txc: out of memory\n"), EXIT_ERROR);
+                rc = rows[next].out ? txc_cli_fail_in(what) : (fprintf(err, "txc: out of memory\n"), EXIT_ERROR);
                 break;
             }
             slot_row[s] = (int)next;
@@ -251,22 +252,22 @@ int txc_cli_generate_file(txc_model *model, const txc_tokenizer *tok, const txc_
         }
         /* print in the file's order as soon as the next one is done */
         while (rc == 0 && printed < n && rows[printed].done) {
-            if (a->json ? !print_json(&rows[printed], printed) : (print_text(&rows[printed]), false)) {
-                fprintf(stderr, "txc: out of memory (--json)\n");
+            if (a->json ? !print_json(out, &rows[printed], printed) : (print_text(out, &rows[printed]), false)) {
+                fprintf(err, "txc: out of memory (--json)\n");
                 rc = EXIT_ERROR;
             }
             printed++;
         }
-        fflush(stdout);
+        fflush(out);
         (void)slot_row;
     }
-    if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout))) {
-        fprintf(stderr, "txc: writing the output failed\n");
+    if (rc == 0 && (fflush(out) != 0 || ferror(out))) {
+        fprintf(err, "txc: writing the output failed\n");
         rc = EXIT_ERROR;
     }
     if (rc == 0 && a->verbose) {
         txc_batch_stats st = txc_batch_get_stats(b);
-        fprintf(stderr, "batch: %zu prompts, %d slots, max_cache_len %lld; prefill %lld tokens in %.1f ms; decode "
+        fprintf(err, "batch: %zu prompts, %d slots, max_cache_len %lld; prefill %lld tokens in %.1f ms; decode "
                         "%lld tokens in %.1f ms (%.1f tokens/s aggregate); %lld plans compiled\n",
                 n, bo.n_slots, (long long)txc_batch_max_cache_len(b), (long long)st.prefill_tokens, st.prefill_ms,
                 (long long)st.decode_tokens, st.decode_ms,

@@ -3,6 +3,7 @@
 #ifndef TXC_TOOLS_GENERATE_BATCH_H
 #define TXC_TOOLS_GENERATE_BATCH_H
 
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "txc/generate.h"
@@ -18,6 +19,8 @@ typedef struct txc_cli_batch_args {
     const txc_generation_config *gcfg;
     const char *const *stop;   /* --stop strings */
     int n_stop;
+    FILE *out, *err;           /* the outputs and the messages (NULL: stdout, stderr; an in-process device but
+                                  0 passes its /dev/null for both) */
 } txc_cli_batch_args;
 
 /* Every prompt of the file (BOS added as txc generate does) generated with

@@ -9,6 +9,7 @@
 #include "txc/chat_template.h"
 #include "txc/ops.h"
 #include "txc/serve.h"
+#include "txc/shard.h"
 
 #include <getopt.h>
 #include <pthread.h>
@@ -33,6 +34,8 @@ static void usage_serve(FILE *f)
             "POST /v1/chat/completions, GET /metrics) with continuous batching: --parallel slots\n"
             "decode together, a request takes a free slot between two steps. SIGINT or SIGTERM\n"
             "stops it: no new requests, running ones finish (up to 5 s), exit status 0.\n"
+            "mpirun -np N txc serve --tp N: tensor-parallel, rank 0 serves HTTP and the other ranks\n"
+            "run the same batch steps on their shards (SIGTERM to rank 0 stops them all).\n"
             "  --model DIR         model folder (default: $TXC_MODEL, else " DEFAULT_MODEL_REL ")\n"
             "  --host ADDR         address to listen on (default 127.0.0.1)\n"
             "  --port N            TCP port (default 8080; 0: any free port, printed at the start)\n"
@@ -65,6 +68,23 @@ static const char *base_name(const char *dir, char *buf, size_t cap)
         b--;
     snprintf(buf, cap, "%.*s", (int)(n - b), dir + b);
     return buf;
+}
+
+/* mpirun -np N txc serve --tp N, ranks 1..N-1: their shard of the model,
+ * the batch steps rank 0 broadcasts (txc_serve_follow), until it stops. */
+static int follow(const char *model_dir, const txc_cli_gen_flags *gf)
+{
+    txc_model *model;
+    txc_tokenizer *tok;
+    txc_generation_config gcfg;
+    double load_ms;
+    txc_model_options mo = gf->mopts;
+    if (!txc_cli_load_model(model_dir, &mo, &model, &tok, &gcfg, &load_ms))
+        return EXIT_ERROR;
+    int rc = txc_serve_follow(model) == TXC_OK ? 0 : txc_cli_fail("serve --tp");
+    txc_tokenizer_free(tok);
+    txc_model_free(model);
+    return rc;
 }
 
 int txc_cmd_serve(int argc, char **argv)
@@ -177,12 +197,18 @@ int txc_cmd_serve(int argc, char **argv)
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
-    if (gf.tp || gf.devices) { /* (the devices would read different input: stdin / HTTP reach one only) */
-        fprintf(stderr, "txc: txc serve does not run tensor-parallel yet (--tp: txc generate and txc bench do)\n");
+    if (gf.devices) { /* (the server's scheduler thread is not a device's thread) */
+        fprintf(stderr, "txc: txc serve does not run on --devices yet (mpirun -np %lld txc serve --tp %lld does: "
+                        "rank 0 serves, the others follow)\n", (long long)gf.devices, (long long)gf.devices);
         return EXIT_ERROR;
     }
     if (!(model_dir = txc_cli_model_dir(model_dir)))
         return EXIT_ERROR;
+    if (!txc_cli_parallel_setup(gf.tp, 0, &gf.mopts)) /* mpirun -np N ... --tp N: the mesh */
+        return EXIT_ERROR;
+    txc_cli_unquiet_ranks();
+    if (gf.mopts.tp_mesh && txc_process_index() != 0) /* a rank but 0: no socket, the same steps as rank 0 */
+        return follow(model_dir, &gf);
     /* A chat template when the folder has one; without, chat requests are a 400. */
     txc_chat_template *tpl = NULL;
     if (txc_chat_template_load(model_dir, &tpl) != TXC_OK) {

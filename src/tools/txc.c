@@ -201,7 +201,7 @@ static int generate_body(void *ctx, const txc_cli_device *dev)
     if (prompt_file) {
         txc_cli_batch_args ba = {.prompt_file = prompt_file, .batch_size = batch_size, .max_cache_len = max_cache_len,
                                  .json = json, .verbose = verbose, .max_new_tokens = max_new_tokens, .gcfg = &gcfg,
-                                 .stop = sc.stop, .n_stop = sc.n_stop};
+                                 .stop = sc.stop, .n_stop = sc.n_stop, .out = dev->out, .err = err};
         if (dev->lead)
             txc_cli_note_no_compile_cache(&gf, "generate --prompt-file");
         if (verbose)
@@ -416,12 +416,6 @@ static int cmd_generate(int argc, char **argv)
         free(prompt_buf);
         return EXIT_ERROR;
     }
-    if (prompt_file && gf.devices > 1) {
-        fprintf(stderr, "txc: --prompt-file does not run on --devices yet (its batch runs on one device; mpirun "
-                        "-np N ... --tp N does)\n");
-        free(prompt_buf);
-        return EXIT_ERROR;
-    }
     if (!txc_cli_parallel_setup(gf.tp, gf.devices, &gf.mopts)) {
         free(prompt_buf);
         return EXIT_ERROR;
@@ -477,6 +471,7 @@ int main(int argc, char **argv)
     if (!env_ok())
         return EXIT_ERROR;
     if (argc >= 2 && argv[1][0] != '-' && strcmp(argv[1], "generate") != 0 && strcmp(argv[1], "bench") != 0 &&
+        strcmp(argv[1], "serve") != 0 &&
         !txc_cli_mpirun_ok(argv[1])) /* (the others run one copy per process) */
         return EXIT_ERROR;
     if (argc < 2) {
