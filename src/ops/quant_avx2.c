@@ -369,9 +369,9 @@ ENTRY(q6_k)
 
 /* One activation block (32 or 256 floats) as txc_qact_quantize's portable
  * loop computes it, bit for bit on finite inputs: amax by max (order-free),
- * d = amax/127 and id = 1/d in scalar, x*id rounded half away from zero
- * (the truncation plus the sign where the exact remainder is >= 1/2, as
- * roundf), NaN made 0, clamped to +-127; the per-32 sums in int32. */
+ * id = 127/amax and d in scalar, x*id rounded to nearest even (ggml's x86
+ * quantize_row_q8_0/q8_1), NaN made 0, clamped to +-127; the per-32 sums
+ * in int32. */
 TXC_AVX2 static void qact_block_avx2(const float *x, int64_t block, int8_t *q, float *d_out, int32_t *sums)
 {
     const __m256 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
@@ -382,19 +382,16 @@ TXC_AVX2 static void qact_block_avx2(const float *x, int64_t block, int8_t *q, f
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
     float amax = _mm_cvtss_f32(m4);
-    float d = amax / 127, id = d != 0.0f ? 1.0f / d : 0.0f;
-    *d_out = d;
-    const __m256 vid = _mm256_set1_ps(id), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+    float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    *d_out = block == 256 ? (amax != 0.0f ? 1.0f / id : 0.0f) : amax / 127.0f;
+    const __m256 vid = _mm256_set1_ps(id);
     const __m256 lim = _mm256_set1_ps(127.0f), nlim = _mm256_set1_ps(-127.0f);
-    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
     const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     for (int64_t b = 0; b < block / 32; b++) {
         __m256i iv[4];
         for (int k = 0; k < 4; k++) {
             __m256 p = _mm256_mul_ps(_mm256_loadu_ps(x + b * 32 + k * 8), vid);
-            __m256 t = _mm256_round_ps(p, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-            __m256 up = _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(p, t), absm), half, _CMP_GE_OQ);
-            __m256 r = _mm256_add_ps(t, _mm256_and_ps(up, _mm256_or_ps(_mm256_and_ps(p, sign), one)));
+            __m256 r = _mm256_round_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
             r = _mm256_and_ps(r, _mm256_cmp_ps(p, p, _CMP_ORD_Q));
             r = _mm256_min_ps(_mm256_max_ps(r, nlim), lim);
             iv[k] = _mm256_cvttps_epi32(r);

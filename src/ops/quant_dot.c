@@ -64,13 +64,19 @@ txc_qact txc_qact_view(const void *buf, int64_t K, int64_t block)
     return a;
 }
 
-/* round-half-away(x * id), |.| <= 127 (clamped, and NaN made 0, before the cast) */
+/* nearest-even(x * id), |.| <= 127 (clamped, and NaN made 0, before the
+ * cast): _mm256_round_ps(_MM_ROUND_NEAREST) of ggml's x86 quantize_row_q8_0 /
+ * q8_1 and nearest_int of quantize_row_q8_K_ref on finite inputs */
 static inline int8_t q8(float x, float id)
 {
-    float r = roundf(x * id);
+    float r = nearbyintf(x * id);
     return (int8_t)(r >= 127.0f ? 127 : r <= -127.0f ? -127 : r == r ? (int)r : 0);
 }
 
+/* One activation block as ggml quantizes it (see ops/quant_impl.h): the
+ * multiplier id = 127/amax; the scale d = amax/127 for a block of 32
+ * (rounded to float16 by the caller), 1/id for a block of 256 (q8_K's
+ * d = 1/iscale, float32). */
 static void qact_block_ref(const float *x, int64_t block, int8_t *q, float *d_out, int32_t *sums)
 {
     float amax = 0.0f;
@@ -78,8 +84,8 @@ static void qact_block_ref(const float *x, int64_t block, int8_t *q, float *d_ou
         float v = fabsf(x[j]);
         amax = amax > v ? amax : v;
     }
-    float d = amax / 127, id = d != 0.0f ? 1.0f / d : 0.0f;
-    *d_out = d;
+    float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    *d_out = block == 256 ? (amax != 0.0f ? 1.0f / id : 0.0f) : amax / 127.0f;
     for (int64_t b = 0; b < block / 32; b++) {
         int32_t sum = 0;
         for (int j = 0; j < 32; j++) {
@@ -89,6 +95,15 @@ static void qact_block_ref(const float *x, int64_t block, int8_t *q, float *d_ou
         }
         sums[b] = sum;
     }
+}
+
+/* v rounded to float16 as ggml stores q8_0's d and q8_1's d and s
+ * (GGML_CPU_FP32_TO_FP16: nearest even, subnormals kept), or v itself where
+ * float16 would overflow (ggml's inf: its product is then inf or NaN) */
+static inline float f16_round(float v)
+{
+    float r = txc_f16_to_f32(txc_f32_to_f16(v));
+    return isinf(r) && !isinf(v) ? v : r;
 }
 
 txc_qact txc_qact_quantize(const float *x, int64_t K, int64_t block, void *buf)
@@ -108,8 +123,9 @@ txc_qact txc_qact_quantize(const float *x, int64_t K, int64_t block, void *buf)
         int32_t sums[8];
         fn(x + B * 32, block, qs + B * 32, &db, sums);
         for (int64_t b = B; b < B + per; b++) {
-            d[b] = db;
-            s[b] = db * (float)sums[b - B];
+            /* q8_1's s is d * sum(q) with d before its rounding */
+            d[b] = block == 256 ? db : f16_round(db);
+            s[b] = block == 256 ? db * (float)sums[b - B] : f16_round(db * (float)sums[b - B]);
             if (block == 256)
                 ((int16_t *)(p + l.bs))[b] = (int16_t)sums[b - B];
         }

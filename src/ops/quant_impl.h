@@ -7,19 +7,33 @@
  *               GEMV/GEMM driver (threads), the linear and embedding hooks
  * quant_avx2.c  the AVX2 dot kernels (maddubs), picked at run time
  *
- * Activations: each float32 row of A is quantized to int8 with a float32
- * scale per block of the weight type's activation block (txc_qact_block):
- * 32 elements for the 32-element types (ggml's quantize_row_q8_0/q8_1) and
- * 256 for the K-quants (ggml's quantize_row_q8_K: one scale a super-block);
- * d = amax/127, q = round-half-away(x/d) (d kept in float32 rather than
- * float16), and per 32 elements s = d * sum(q) (ggml's q8_1 `s`) and the
- * integer sum(q) (ggml's q8_K `bsums`), used by the types with a min or an
- * offset. A weight block's integer dot with the activation block is exact;
- * the float result is sum over blocks of (dw*da)*isum (+ m*s). The error
- * against the float32 product with the dequantized weight is bounded by
- * the activation rounding: |y - y_f32| <= sum_B (da_B/2) sum_{k in B} |w_k|
- * over the activation blocks B (+ float32 summation error), tested in
- * tests/test_quant.c.
+ * Activations: each float32 row of A is quantized to int8 per block of the
+ * weight type's activation block (txc_qact_block) exactly as llama.cpp's
+ * CPU backend quantizes it to the weight type's vec_dot_type, so that the
+ * integer block dots are those of llama.cpp on the same GGUF:
+ * - 32 elements (ggml's x86 quantize_row_q8_0 / q8_1, for Q8_0, Q4_0,
+ *   Q5_0 / Q4_1, Q5_1): id = 127/amax, q = nearest-even(x*id), the scale
+ *   d = amax/127 rounded to float16, and per block s = d*sum(q) (d before
+ *   its rounding) rounded to float16 (q8_1's s, used by the types with a
+ *   min). Where float16 would overflow (d or s past 65504: ggml's inf),
+ *   the float32 value is kept.
+ * - 256 elements (ggml's quantize_row_q8_K_ref, for the K-quants): the
+ *   same q, the float32 scale d = 1/id, the integer sum(q) per 32
+ *   (from ggml's per-16 bsums) and s = d*sum(q) in float32. ggml takes
+ *   the scale's sign from the block's largest value (iscale = -127/max):
+ *   its q and d are then both negated, their products the same.
+ * Clamped to +-127, NaN made 0 (ggml leaves NaN to the conversion).
+ * Checked against ggml's own bytes in tests/test_qact_ggml.c. A weight
+ * block's integer dot with the activation block is exact; the float result
+ * is sum over blocks of (dw*da)*isum (+ m*s). The error against the float32
+ * product with the dequantized weight is bounded by the activation rounding:
+ * |y - y_f32| <= sum_B [(d_B/2 + 127 e_B) sum_{k in B} |w_k| + |m_B| t_B]
+ * over the activation blocks B, e_B = |f16(d_B) - d_B| (0 for 256), m_B
+ * the weight block's min and t_B = 2^-11 (X_B + 16 d_B) + 2^-25 +
+ * e_B (X_B/d_B + 16), X_B = sum_{k in B} |x_k| (the rounding of s), plus
+ * the float32 summation error; tested in tests/test_quant.c. (With d_B in
+ * float16's normal range e_B <= 2^-11 d_B: d_B/2 + 127 e_B <= 0.562 d_B,
+ * against d_B/2 for a float32 scale.)
  */
 #ifndef TXC_OPS_QUANT_IMPL_H
 #define TXC_OPS_QUANT_IMPL_H
