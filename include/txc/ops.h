@@ -127,6 +127,13 @@ txc_tensor *txc_logical_and(txc_tensor *a, txc_tensor *b);
 /* torch.logical_or (and `|` of bool tensors): any dtypes, nonzero is true;
  * a bool result, broadcast as the binary ops. */
 txc_tensor *txc_logical_or(txc_tensor *a, txc_tensor *b);
+/* torch.bitwise_and / torch.bitwise_or (`&`, `|`): integer and bool tensors
+ * (torch.result_type promotes a bool operand to the other's integer dtype:
+ * transformers' generate() keeps `unfinished_sequences` (int64) & a bool
+ * stopping mask); a result of that dtype, broadcast as the binary ops.
+ * TXC_ERR_INVALID for a float operand (torch refuses it too). */
+txc_tensor *txc_bitwise_and(txc_tensor *a, txc_tensor *b);
+txc_tensor *txc_bitwise_or(txc_tensor *a, txc_tensor *b);
 txc_tensor *txc_logical_not(txc_tensor *a);
 
 /* torch.where(cond, a, b): cond is bool; a, b promote; all broadcast. */

@@ -415,10 +415,33 @@ static PyObject *jit_profile(JitObject *self, PyObject *noargs)
     return l;
 }
 
+/* txc_jit_get_gemm_profile: [(op, M, N, K, parts, calls, ms)], most time first */
+static PyObject *jit_gemm_profile(JitObject *self, PyObject *noargs)
+{
+    txc_jit_gemm_time t[TXC_JIT_PROFILE_GEMM_SHAPES + 1];
+    int max = TXC_JIT_PROFILE_GEMM_SHAPES + 1;
+    int n = txc_jit_get_gemm_profile(self->jit, t, max);
+    if (n > max)
+        n = max;
+    PyObject *l = PyList_New(n);
+    for (int i = 0; l && i < n; i++) {
+        PyObject *row = Py_BuildValue("(sLLLiKd)", t[i].op, (long long)t[i].M, (long long)t[i].N, (long long)t[i].K,
+                                      t[i].parts, (unsigned long long)t[i].calls, t[i].ms);
+        if (!row) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, i, row);
+    }
+    return l;
+}
+
 static PyMethodDef jit_methods[] = {
     {"set_profile", (PyCFunction)jit_set_profile, METH_O,
      "txc_jit_set_profile: time every kernel launch of the following calls"},
     {"profile", (PyCFunction)jit_profile, METH_NOARGS, "txc_jit_get_profile: [(op, calls, ms)], most time first"},
+    {"gemm_profile", (PyCFunction)jit_gemm_profile, METH_NOARGS,
+     "txc_jit_get_gemm_profile: [(op, M, N, K, parts, calls, ms)], most time first"},
     {"call", (PyCFunction)jit_call, METH_VARARGS, "call(arrays, names, key, clone_outputs=True)"},
     {"stats", (PyCFunction)jit_stats, METH_NOARGS, "txc_jit_get_stats + the last recompile reason"},
     {"set_compile_cache", (PyCFunction)jit_set_cache, METH_VARARGS, "folder or None"},

@@ -72,7 +72,8 @@ static const op_row OPS[] = {
     /* comparisons, logic, selection */
     R("eq", "TT", txc_eq), R("ne", "TT", txc_ne), R("lt", "TT", txc_lt), R("le", "TT", txc_le),
     R("gt", "TT", txc_gt), R("ge", "TT", txc_ge), R("logical_and", "TT", txc_logical_and),
-    R("logical_or", "TT", txc_logical_or),
+    R("logical_or", "TT", txc_logical_or), R("bitwise_and", "TT", txc_bitwise_and),
+    R("bitwise_or", "TT", txc_bitwise_or),
     R("logical_not", "T", txc_logical_not), R("where", "TTT", txc_where),
     R("masked_fill", "TTd", txc_masked_fill),
     /* reductions */

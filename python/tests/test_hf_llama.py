@@ -94,3 +94,29 @@ def test_jitted_decode_step_matches_cpu(model_and_ref):
     assert torch.cat(toks, 1).tolist() == ref.tolist()
     assert s["misses"] == 1 and s["hits"] == N - 2, s
     assert s["last_recompile_reason"] == "first call"
+
+
+@pytest.mark.parametrize("cache_implementation", [None, "static"])
+def test_generate_matches_cpu(model_and_ref, cache_implementation):
+    """transformers' own model.generate() end to end on txc (greedy, with an attention mask:
+    position ids from its cumsum, the stopping criteria's int64 & bool mask), eager with its
+    DynamicCache and with cache_implementation="static" (a StaticCache generate() makes):
+    the same tokens as generate() on CPU torch."""
+    model, _, _ = model_and_ref
+    ids = torch.tensor(PROMPT)
+    mask = torch.ones_like(ids)
+    kw = dict(max_new_tokens=N, do_sample=False)
+    if cache_implementation is not None:
+        kw["cache_implementation"] = cache_implementation
+    with torch.no_grad():
+        want = model.generate(ids, attention_mask=mask, **kw)
+    env = txc.default_env()
+    try:
+        with env, torch.no_grad():
+            model.to("txc")
+            got = model.generate(ids.to("txc"), attention_mask=mask.to("txc"), **kw)
+            assert isinstance(got, txc.Tensor)
+    finally:
+        model.to("cpu")
+    assert want.shape[1] == len(PROMPT[0]) + N
+    assert got.cpu().tolist() == want.tolist()

@@ -74,6 +74,10 @@ CASES = [
     ("ge", lambda a, b: a >= b, [I(3, 6), I(3, 6)], "ge.Tensor"),
     ("and", lambda a, b: a & b, [B, B.flip(1)], "bitwise_and.Tensor"),
     ("logical_and", torch.logical_and, [B, B.flip(1)], "logical_and.default"),
+    ("and_int_bool", lambda a, b: a & b, [I(4, 2, 3), B], "bitwise_and.Tensor"),  # generate()'s stop mask
+    ("and_int", lambda a, b: a & b, [I(64, 2, 3) - 32, I(64, 3) - 32], "bitwise_and.Tensor"),
+    ("or_int32", lambda a, b: a | b, [I(64, 5).to(torch.int32), I(64, 5).to(torch.int32)], "bitwise_or.Tensor"),
+    ("iand_int_bool", lambda a, b: a.clone().__iand__(~b), [I(2, 2, 3), B], None),
     ("or", lambda a, b: a | b, [B, B.flip(1)], "bitwise_or.Tensor"),
     ("logical_or", torch.logical_or, [B, B.flip(1)], "logical_or.default"),
     ("logical_or_mixed", torch.logical_or, [I(3, 2, 3), R(3)], "logical_or.default"),
@@ -107,6 +111,17 @@ CASES = [
     ("linear", F.linear, [R(2, 3, 4), R(5, 4), R(5)], None),
     ("layer_norm", lambda x, w, b: F.layer_norm(x, (4,), w, b), [R(2, 3, 4), R(4), R(4)], None),
     ("layer_norm_eps", lambda x, w: F.layer_norm(x, (4,), w, None, 1e-3), [R(3, 4), R(4)], None),
+    ("layer_norm_2dims", lambda x, w, b: F.layer_norm(x, (4, 5), w, b), [R(2, 3, 4, 5), R(4, 5), R(4, 5)], None),
+    ("layer_norm_3dims_plain", lambda x: F.layer_norm(x, (3, 4, 5), eps=1e-3), [R(2, 3, 4, 5)], None),
+    ("layer_norm_2dims_bf16", lambda x, w: F.layer_norm(x, (3, 8), w),
+     [R(2, 3, 8, dtype=torch.bfloat16), R(3, 8, dtype=torch.bfloat16)], None),
+    ("layer_norm_2dims_strided", lambda x, w: F.layer_norm(x.transpose(0, 1), (4, 5), w), [R(3, 2, 4, 5), R(4, 5)],
+     None),
+    ("layer_norm_module_2dims", lambda x: torch.nn.LayerNorm((4, 5)).to(x.device)(x * 3 + 1), [R(2, 4, 5)], None),
+    ("var_dims", lambda x: torch.var(x, dim=(1, 2)), [R(2, 3, 4)], "var.correction"),
+    ("var_all_unbiased0", lambda x: torch.var(x, unbiased=False), [R(3, 4)], None),
+    ("std_correction0", lambda x: torch.std(x, dim=-1, correction=0, keepdim=True), [R(3, 4)], None),
+    ("var_mean", lambda x: torch.var_mean(x, dim=0), [R(5, 3)], None),
     ("embedding", lambda w, i: F.embedding(i, w), [R(10, 4), I(10, 2, 3)], "embedding.default"),
     ("cat", lambda a, b: torch.cat([a, b], dim=1), [R(2, 3), R(2, 2)], "cat.default"),
     ("stack", lambda a, b: torch.stack([a, b], dim=0), [R(2, 3), R(2, 3)], "stack.default"),
@@ -170,6 +185,23 @@ def test_every_table_row_names_a_txc_op():
         for row in (rows if isinstance(rows, list) else [rows]):
             assert row[0] in sigs, aten_name
             assert len(row[1].split()) == len(sigs[row[0]].rstrip("!")), aten_name
+
+
+def test_layer_norm_over_trailing_dims_is_one_txc_layer_norm(env):
+    """F.layer_norm over (4, 5): txc's layer_norm over their 20 elements, no decomposition
+    (native_layer_norm -> prims::var would dispatch several reductions), in eager and in a jit."""
+    x, w, b = R(2, 3, 4, 5), R(4, 5), R(4, 5)
+    want = F.layer_norm(x, (4, 5), w, b, 1e-5)
+    with env:
+        xt, wt, bt = x.to("txc"), w.to("txc"), b.to("txc")
+        env.op_counts.clear()
+        got = F.layer_norm(xt, (4, 5), wt, bt, 1e-5)
+        assert not any("layer_norm" in k or "var" in k for k in env.op_counts), env.op_counts
+        torch.testing.assert_close(got.to("cpu"), want, atol=1e-5, rtol=1e-5)
+        f = txc.jit(lambda x, w, b: F.layer_norm(x, (4, 5), w, b, 1e-5))
+        torch.testing.assert_close(f(xt, wt, bt).to("cpu"), want, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(f(xt * 2, wt, bt).to("cpu"), F.layer_norm(x * 2, (4, 5), w, b, 1e-5),
+                                   atol=1e-5, rtol=1e-5)
 
 
 def test_inplace_and_views_keep_torch_semantics(env):

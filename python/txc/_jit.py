@@ -283,6 +283,13 @@ class Jit:
         return self._c.profile()
 
     @property
+    def gemm_profile(self):
+        """Kernel time per GEMM shape while profiling (txc_jit_get_gemm_profile):
+        [(op, M, N, K, parts, calls, ms)], most time first; M the rows, N the output features
+        (a linear group's summed over its `parts` linears), K the inner dim."""
+        return self._c.gemm_profile()
+
+    @property
     def last_recompile_reason(self):
         return self._c.stats()["last_recompile_reason"]
 

@@ -117,8 +117,9 @@ for _n in _BINARY:
 for _n in _COMPARE:
     ATEN[_n + ".Tensor"] = (_n, "self other")
     ATEN[_n + ".Scalar"] = (_n, "self other")
-ATEN["bitwise_and.Tensor"] = ("logical_and", "self other", {"@bool": True})
-ATEN["bitwise_or.Tensor"] = ("logical_or", "self other", {"@bool": True})
+# `&` / `|`: integer and bool tensors (generate()'s int64 unfinished_sequences & a bool mask)
+ATEN["bitwise_and.Tensor"] = ("bitwise_and", "self other")
+ATEN["bitwise_or.Tensor"] = ("bitwise_or", "self other")
 ATEN["logical_or.default"] = ("logical_or", "self other")
 ATEN["cumsum.default"] = ("cumsum", "self dim dtype|@sum_dtype")
 ATEN["bitwise_not.default"] = ("logical_not", "self", {"@bool": True})
@@ -132,14 +133,17 @@ FUNCTIONS = {
         "query key value attn_mask dropout_p is_causal scale enable_gqa",
         "query key value attn_mask is_causal scale|scale", {"dropout_p": 0.0}),
     "linear": ("linear", "input weight bias", "input weight bias"),
-    # GPT-2's LayerNorm: over the last dim only ("@last_dim": normalized_shape is one size); torch's
-    # decomposition of native_layer_norm needs prims::var, which txc has no row for
+    # GPT-2's LayerNorm: over the last dim ("@last_dim": normalized_shape is one size); over several
+    # trailing dims it is txc/tensor.py's _layer_norm_trailing (the same op over their product)
     "layer_norm": ("layer_norm", "input normalized_shape weight bias eps", "input weight bias eps|ln_eps",
                    {"@last_dim": True}),
 }
 
 # prims (what some of PyTorch's decompositions produce: torch._refs), same txc ops
-PRIMS = {"where.default": ("where", "pred a b"), "convert_element_type.default": ("to_dtype", "a dtype")}
+PRIMS = {"where.default": ("where", "pred a b"), "convert_element_type.default": ("to_dtype", "a dtype"),
+         "sum.default": ("sum", "inp dims|dims =False", {"output_dtype": None})}
+# prims::var (var, var_mean, std, native_layer_norm's decomposition) is txc/tensor.py's _var:
+# mean, sub, mul, sum
 for _n in _UNARY[:-1]:
     PRIMS[_n + ".default"] = (_n, "self")
 for _n in _BINARY[:2] + _COMPARE + ["add", "sub", "mul", "div", "pow"]:

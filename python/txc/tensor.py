@@ -348,7 +348,7 @@ class Environment(contextlib.ContextDecorator):
         row = self._lookup(fname, b, ns)
         if row is not None:
             return self.wrap(self._call_row(row, b, fname))
-        special = _SPECIAL.get(fname)
+        special = (_PRIMS_SPECIAL if ns == "prims" else _SPECIAL).get(fname)
         if special is not None:
             return special(self, func, b)
         base = fname.split(".")[0]
@@ -475,6 +475,10 @@ class Environment(contextlib.ContextDecorator):
                            for v in b.values()):
                         raise
                     return NotImplemented
+            if func is F.layer_norm:
+                r = self._layer_norm_trailing(b)
+                if r is not None:
+                    return r
             return NotImplemented
         if func is torch.Tensor.to:
             return self._tensor_to(args, kwargs)
@@ -490,6 +494,26 @@ class Environment(contextlib.ContextDecorator):
                     raise TypeError(f"txc has no dtype {cpu.dtype}")
                 return self._to_txc_plain(cpu)
         return NotImplemented
+
+    def _layer_norm_trailing(self, b):
+        """F.layer_norm over several trailing dims (normalized_shape = input.shape[-k:], k > 1)
+        as txc's layer_norm over their product: the same mean and variance over the same
+        elements (torch's native_layer_norm flattens them the same way), one kernel instead of
+        the decomposition's reductions. None when it does not fit (then torch decomposes)."""
+        x, ns = b.get("input"), b.get("normalized_shape")
+        w, bias = b.get("weight"), b.get("bias")
+        if not isinstance(x, Tensor) or ns is None or not (1 < len(ns) <= x.dim()):
+            return None
+        ns = [int(v) for v in ns]
+        if list(x.shape[-len(ns):]) != ns or not all(
+                v is None or (isinstance(v, Tensor) and list(v.shape) == ns) for v in (w, bias)):
+            return None
+        n = math.prod(ns)
+        lead = list(x.shape[:-len(ns)])
+        flat = lambda t: None if t is None else _C.call("reshape", t._elem, [n])
+        eps = _ops_table.CONVERTERS["ln_eps"](b.get("eps"))
+        y = _C.call("layer_norm", _C.call("reshape", x._elem, lead + [n]), flat(w), flat(bias), eps)
+        return self.wrap(_C.call("reshape", y, list(x.shape)))
 
     def _tensor_to(self, args, kwargs):
         """Tensor.to(device, dtype, ...) / .to(dtype) / .to(other) (torch's overloads)."""
@@ -673,6 +697,23 @@ def _split(env, func, b):
     return [env.wrap(_C.call("narrow", t, dim, s, min(size, n - s))) for s in range(0, n, size)]
 
 
+def _var(env, func, b):
+    """prims::var (what torch's decompositions of var, var_mean, std and native_layer_norm
+    produce): sum((x - mean(x))^2) / (N - correction) over `dims` (None: all), in txc's mean,
+    sub, mul and sum; torch.var's definition."""
+    x = b["inp"]._elem
+    dims = b.get("dims")
+    dims = list(range(x.ndim)) if dims is None else [int(d) % max(x.ndim, 1) for d in dims]
+    corr = b.get("correction")
+    corr = 1.0 if corr is None else float(corr)
+    n = math.prod(x.shape[d] for d in dims) if dims else 1
+    d = _C.call("sub", x, _C.call("mean", x, dims, True))
+    s = _C.call("sum", _C.call("mul", d, d), dims, False)
+    out = _C.call("mul_scalar", s, 1.0 / (n - corr) if n > corr else float("nan"))
+    dt = b.get("output_dtype")
+    return env.wrap(out if dt is None or t2x_dtype(dt) == out.dtype else _C.call("to_dtype", out, t2x_dtype(dt)))
+
+
 _SPECIAL = {
     "detach.default": _same, "alias.default": _same,
     "copy_.default": _copy_, "fill_.Scalar": _fill_, "zero_.default": _zero_,
@@ -680,3 +721,14 @@ _SPECIAL = {
     "max.dim": _max_dim, "add.Tensor": _add_alpha, "sub.Tensor": _add_alpha, "squeeze.dims": _squeeze_dims,
     "split_with_sizes.default": _split_with_sizes, "split.Tensor": _split,
 }
+def _broadcast_in_dim(env, func, b):
+    """prims::broadcast_in_dim(a, shape, broadcast_dimensions): a's dim i becomes dim
+    broadcast_dimensions[i] of `shape`, the others size 1, then expanded (torch._refs)."""
+    x, shape, bd = b["a"]._elem, [int(v) for v in b["shape"]], [int(v) for v in b["broadcast_dimensions"]]
+    mid = [1] * len(shape)
+    for i, d in enumerate(bd):
+        mid[d] = x.shape[i]
+    return env.wrap(_C.call("expand", _C.call("reshape", x, mid), shape))
+
+
+_PRIMS_SPECIAL = {"var.default": _var, "broadcast_in_dim.default": _broadcast_in_dim}

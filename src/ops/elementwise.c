@@ -709,6 +709,8 @@ static void k_binary_i64(const void *ctx, int64_t n, void *out, const void *cons
     case TXC_OP_LE: BIN_LOOP(uint8_t, int64_t, x <= y); break;
     case TXC_OP_GT: BIN_LOOP(uint8_t, int64_t, x > y); break;
     case TXC_OP_GE: BIN_LOOP(uint8_t, int64_t, x >= y); break;
+    case TXC_OP_BITWISE_AND: BIN_LOOP(int64_t, int64_t, x & y); break;
+    case TXC_OP_BITWISE_OR: BIN_LOOP(int64_t, int64_t, x | y); break;
     default: break;
     }
 }
@@ -718,6 +720,8 @@ static void k_logical(const void *ctx, int64_t n, void *out, const void *const *
     switch (((const ew_op *)ctx)->op) {
     case TXC_OP_LOGICAL_AND: BIN_LOOP(uint8_t, uint8_t, x && y); break;
     case TXC_OP_LOGICAL_OR: BIN_LOOP(uint8_t, uint8_t, x || y); break;
+    case TXC_OP_BITWISE_AND: BIN_LOOP(uint8_t, uint8_t, x & y); break; /* bool: 0/1 */
+    case TXC_OP_BITWISE_OR: BIN_LOOP(uint8_t, uint8_t, x | y); break;
     case TXC_OP_LOGICAL_NOT: UN_LOOP(uint8_t, uint8_t, !x); break;
     default: break;
     }
@@ -837,6 +841,10 @@ static txc_status bin_plan_make(txc_op_id op, txc_tensor *const *in, int n_in, c
         return txc_error(TXC_ERR_INVALID,
                          "%s: subtraction with a bool tensor is not supported (as torch); "
                          "to invert a mask use txc_logical_not()", name);
+    bool bitwise = op == TXC_OP_BITWISE_AND || op == TXC_OP_BITWISE_OR;
+    if (bitwise && fl)
+        return txc_error(TXC_ERR_INVALID, "%s: not implemented for %s (as torch: integer and bool tensors only)",
+                         name, txc_dtype_name(p->common));
     if (op == TXC_OP_POW && p->common == TXC_BOOL)
         return txc_error(TXC_ERR_INVALID, "%s: pow is not implemented for bool (as torch)", name);
     /* An integral scalar is a python int: torch takes up to 2^64 (wrapping). */
@@ -853,7 +861,7 @@ static txc_status bin_plan_make(txc_op_id op, txc_tensor *const *in, int n_in, c
             return txc_error(TXC_ERR_INVALID, "%s: exponent %g cannot be converted to %s without overflow", name, s,
                              txc_dtype_name(p->common));
     }
-    if (op == TXC_OP_LOGICAL_AND || op == TXC_OP_LOGICAL_OR)
+    if (op == TXC_OP_LOGICAL_AND || op == TXC_OP_LOGICAL_OR || (bitwise && p->common == TXC_BOOL))
         p->ct = TXC_BOOL;
     else if (fl || op == TXC_OP_DIV)
         p->ct = TXC_F32;
@@ -1079,6 +1087,8 @@ EW_DEF(binary, GT)
 EW_DEF(binary, GE)
 EW_DEF(binary, LOGICAL_AND)
 EW_DEF(binary, LOGICAL_OR)
+EW_DEF(binary, BITWISE_AND)
+EW_DEF(binary, BITWISE_OR)
 EW_DEF(unary, NEG)
 EW_DEF(unary, ABS)
 EW_DEF(unary, EXP)
@@ -1100,6 +1110,7 @@ void txc_ops_register_elementwise(txc_op_def *t)
 {
     REG(ADD); REG(SUB); REG(MUL); REG(DIV); REG(POW); REG(MAXIMUM); REG(MINIMUM); REG(RSUB);
     REG(EQ); REG(NE); REG(LT); REG(LE); REG(GT); REG(GE); REG(LOGICAL_AND); REG(LOGICAL_OR);
+    REG(BITWISE_AND); REG(BITWISE_OR);
     REG(NEG); REG(ABS); REG(EXP); REG(LOG); REG(SQRT); REG(RSQRT); REG(SIN); REG(COS); REG(TANH);
     REG(SIGMOID); REG(SILU); REG(GELU); REG(RELU); REG(LOGICAL_NOT);
     t[TXC_OP_WHERE] = (txc_op_def){.infer = infer_where, .cpu = cpu_where};

@@ -24,7 +24,7 @@ static const char *const op_names[] = {
     "txc::rng_uniform", "txc::rng_advance", "txc::sample",
     "_c10d_functional::all_reduce", "_c10d_functional::all_gather_into_tensor",
     "_c10d_functional::reduce_scatter_tensor", "_c10d_functional::broadcast", "txc::vocab_parallel_embedding",
-    "aten::logical_or", "aten::cumsum",
+    "aten::logical_or", "aten::cumsum", "aten::bitwise_and", "aten::bitwise_or",
 };
 _Static_assert(sizeof op_names / sizeof op_names[0] == TXC_OP_COUNT,
                "every op needs a name: update op_names with txc_op_id");

@@ -55,6 +55,7 @@ typedef enum txc_op_id {
     /* added later, at the end so that earlier ids keep their numbers */
     TXC_OP_LOGICAL_OR, /* elementwise.c */
     TXC_OP_CUMSUM,     /* scan.c: attrs.ints[0] = dim, attrs.dtype = the result's */
+    TXC_OP_BITWISE_AND, TXC_OP_BITWISE_OR, /* elementwise.c: integer and bool tensors */
     TXC_OP_COUNT
 } txc_op_id;
 
