@@ -1,4 +1,4 @@
-/* Chat templates: values (see hf/chat_template_render.h).
+/* Chat templates: values (see chat/chat_template_render.h).
  *
  * Values follow Python's semantics as jinja2 exposes them: str() / repr()
  * of values, truthiness, == and ordering, strings iterated by code point;
@@ -7,7 +7,7 @@
  * is taken of them). Scoping follows jinja2: a for loop iteration and a
  * macro call open a scope, `set` writes to the innermost one, if blocks
  * open none. */
-#include "hf/chat_template_render.h"
+#include "chat/chat_template_render.h"
 
 #include <math.h>
 #include <stdarg.h>

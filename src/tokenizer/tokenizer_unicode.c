@@ -4,7 +4,7 @@
  * Oniguruma engine behind the `tokenizers` crate's SysRegex, plus the crate's
  * Pattern::find_matches.
  */
-#include "hf/tokenizer_impl.h"
+#include "tokenizer/tokenizer_impl.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>

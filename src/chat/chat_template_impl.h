@@ -1,11 +1,11 @@
-/* hf/chat_template_impl.h — the Jinja subset behind txc/chat_template.h
- * (internal to hf/): arenas and UTF-8 helpers (chat_template_arena.c),
+/* chat/chat_template_impl.h — the Jinja subset behind txc/chat_template.h
+ * (internal to chat/): arenas and UTF-8 helpers (chat_template_arena.c),
  * values, the syntax tree, and the entry points of the parser
- * (chat_template_lex.c, chat_template_parse.c: hf/chat_template_syntax.h)
+ * (chat_template_lex.c, chat_template_parse.c: chat/chat_template_syntax.h)
  * and the renderer (chat_template_eval.c and the files of
- * hf/chat_template_render.h). */
-#ifndef TXC_HF_CHAT_TEMPLATE_IMPL_H
-#define TXC_HF_CHAT_TEMPLATE_IMPL_H
+ * chat/chat_template_render.h). */
+#ifndef TXC_CHAT_TEMPLATE_IMPL_H
+#define TXC_CHAT_TEMPLATE_IMPL_H
 
 #include <setjmp.h>
 #include <stdarg.h>

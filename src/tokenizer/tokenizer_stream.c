@@ -16,7 +16,7 @@
  * token). So the window moves to an earlier stable point q only when
  * decode(ids[q..r]) is non-empty.
  */
-#include "hf/tokenizer_impl.h"
+#include "tokenizer/tokenizer_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

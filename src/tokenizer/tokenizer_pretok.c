@@ -5,7 +5,7 @@
  * SplitDelimiterBehavior — and ByteLevel also maps every byte to GPT-2's
  * printable alphabet.
  */
-#include "hf/tokenizer_impl.h"
+#include "tokenizer/tokenizer_impl.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>

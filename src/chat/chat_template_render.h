@@ -1,5 +1,5 @@
-/* hf/chat_template_render.h — what the files of the renderer share
- * (internal to hf/chat_template_*.c, on top of chat_template_impl.h):
+/* chat/chat_template_render.h — what the files of the renderer share
+ * (internal to chat/chat_template_*.c, on top of chat_template_impl.h):
  * the render context, string buffers and scopes, and the entry points of
  *   chat_template_value.c    values: builders, buffers, scopes, str() / repr(),
  *                            ==, ordering, iteration, dicts
@@ -11,10 +11,10 @@
  *   chat_template_eval.c     expressions, statements, ct_render
  * Every function here reports an error by ct_rfail (a longjmp out of the
  * render), never by its return value. */
-#ifndef TXC_HF_CHAT_TEMPLATE_RENDER_H
-#define TXC_HF_CHAT_TEMPLATE_RENDER_H
+#ifndef TXC_CHAT_TEMPLATE_RENDER_H
+#define TXC_CHAT_TEMPLATE_RENDER_H
 
-#include "hf/chat_template_impl.h"
+#include "chat/chat_template_impl.h"
 
 #define OUTPUT_LIMIT ((size_t)64 << 20)
 

@@ -2,8 +2,8 @@
  * tokenizer.json: loading, the added vocabulary, encode and decode
  * (the `tokenizers` crate's TokenizerImpl and AddedVocabulary).
  */
-#include "hf/files.h"
-#include "hf/tokenizer_impl.h"
+#include "formats/files.h"
+#include "tokenizer/tokenizer_impl.h"
 #include "txc/gguf.h"
 
 #include <cjson/cJSON.h>

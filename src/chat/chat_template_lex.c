@@ -1,4 +1,4 @@
-/* Chat templates: the Jinja lexer (see hf/chat_template_syntax.h).
+/* Chat templates: the Jinja lexer (see chat/chat_template_syntax.h).
  *
  * The lexer follows jinja2.lexer with the environment transformers builds:
  * trim_blocks (the first newline after a block or comment tag is removed),
@@ -6,7 +6,7 @@
  * comment tag are removed), `-` / `+` whitespace control on tags, newlines
  * normalized to "\n" and one trailing newline of the source dropped
  * (keep_trailing_newline=False). */
-#include "hf/chat_template_syntax.h"
+#include "chat/chat_template_syntax.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -28,8 +28,8 @@
  * Scratch state of one encode call (PCRE2 match data, the BPE word cache)
  * lives in a tk_ctx, so a txc_tokenizer stays immutable.
  */
-#ifndef TXC_HF_TOKENIZER_IMPL_H
-#define TXC_HF_TOKENIZER_IMPL_H
+#ifndef TXC_TOKENIZER_IMPL_H
+#define TXC_TOKENIZER_IMPL_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,11 +1,11 @@
 /* Chat templates: loading a model folder's template and the public API of
  * txc/chat_template.h. The Jinja subset is in chat_template_lex.c and
  * chat_template_parse.c (lexer, parser) and chat_template_eval.c with the
- * files of hf/chat_template_render.h (renderer). */
+ * files of chat/chat_template_render.h (renderer). */
 #include "txc/chat_template.h"
-#include "hf/chat_template_impl.h"
+#include "chat/chat_template_impl.h"
 #include "txc/gguf.h"
-#include "hf/files.h"
+#include "formats/files.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* Chat templates: the arena that holds a parsed template and a render's
  * values, and the UTF-8 helpers the parser and the renderer share (see
- * hf/chat_template_impl.h). */
-#include "hf/chat_template_impl.h"
+ * chat/chat_template_impl.h). */
+#include "chat/chat_template_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* config.json and generation_config.json; see include/txc/hf_config.h. */
 #include "txc/hf_config.h"
-#include "hf/files.h"
+#include "formats/files.h"
 #include "txc/gguf.h"
 
 #include <cjson/cJSON.h>

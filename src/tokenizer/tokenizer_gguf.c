@@ -20,7 +20,7 @@
  * special. bos_token_id with add_bos_token (default: true for llama, false
  * for gpt2, as llama.cpp) makes a TemplateProcessing post-processor.
  */
-#include "hf/tokenizer_impl.h"
+#include "tokenizer/tokenizer_impl.h"
 #include "txc/gguf.h"
 
 #include <cjson/cJSON.h>

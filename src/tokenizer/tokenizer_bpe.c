@@ -4,7 +4,7 @@
  * ids with byte fallback and unk fusing) and Word::merge_all (priority merges,
  * lowest rank first, then leftmost, with the crate's stale-entry rule).
  */
-#include "hf/tokenizer_impl.h"
+#include "tokenizer/tokenizer_impl.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -1,10 +1,10 @@
-/* hf/chat_template_syntax.h — what the lexer (chat_template_lex.c) and
- * the parser (chat_template_parse.c) share (internal to hf/): tokens and
+/* chat/chat_template_syntax.h — what the lexer (chat_template_lex.c) and
+ * the parser (chat_template_parse.c) share (internal to chat/): tokens and
  * the parse context. */
-#ifndef TXC_HF_CHAT_TEMPLATE_SYNTAX_H
-#define TXC_HF_CHAT_TEMPLATE_SYNTAX_H
+#ifndef TXC_CHAT_TEMPLATE_SYNTAX_H
+#define TXC_CHAT_TEMPLATE_SYNTAX_H
 
-#include "hf/chat_template_impl.h"
+#include "chat/chat_template_impl.h"
 
 typedef enum ttype { T_DATA, T_VBEGIN, T_VEND, T_BBEGIN, T_BEND, T_NAME, T_STR, T_INT, T_FLOAT, T_OP, T_EOF } ttype;
 

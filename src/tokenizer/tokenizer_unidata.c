@@ -3,7 +3,7 @@
  * tokenizers package 0.23.3; do not edit. The crate's Unicode data where txc's
  * libraries differ (see tokenizer_impl.h).
  */
-#include "hf/tokenizer_impl.h"
+#include "tokenizer/tokenizer_impl.h"
 
 /* Word characters of the Rust regex crate's \w (Whitespace, single_word) */
 const tk_urange tk_ud_word[] = {

@@ -1,7 +1,7 @@
 /* Chat templates: tojson, as transformers replaces jinja's: json.dumps
  * (ensure_ascii=False by default, indent, separators, sort_keys) of a value
- * (see hf/chat_template_render.h). */
-#include "hf/chat_template_render.h"
+ * (see chat/chat_template_render.h). */
+#include "chat/chat_template_render.h"
 
 #include <stdio.h>
 #include <string.h>

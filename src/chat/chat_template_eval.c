@@ -1,6 +1,6 @@
 /* Chat templates: the renderer's expressions and statements, and
- * ct_render (see hf/chat_template_impl.h and hf/chat_template_render.h). */
-#include "hf/chat_template_render.h"
+ * ct_render (see chat/chat_template_impl.h and chat/chat_template_render.h). */
+#include "chat/chat_template_render.h"
 
 #include <math.h>
 #include <stdlib.h>

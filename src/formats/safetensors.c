@@ -1,6 +1,6 @@
 /* safetensors reader (mmap, zero copy); see include/txc/safetensors.h. */
 #include "txc/safetensors.h"
-#include "hf/files.h"
+#include "formats/files.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

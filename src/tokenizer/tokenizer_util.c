@@ -1,5 +1,5 @@
 /* Buffers, UTF-8, hash map, piece lists and JSON field helpers for the tokenizer. */
-#include "hf/tokenizer_impl.h"
+#include "tokenizer/tokenizer_impl.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>

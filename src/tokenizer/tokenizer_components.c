@@ -5,7 +5,7 @@
  * crate's component of the same name. A JSON "Sequence" is flattened into the
  * tokenizer's array of components of that family.
  */
-#include "hf/tokenizer_impl.h"
+#include "tokenizer/tokenizer_impl.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

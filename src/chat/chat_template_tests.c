@@ -1,6 +1,6 @@
 /* Chat templates: the tests of `x is name(...)`, as jinja2.tests (see
- * hf/chat_template_render.h). */
-#include "hf/chat_template_render.h"
+ * chat/chat_template_render.h). */
+#include "chat/chat_template_render.h"
 
 #include <string.h>
 

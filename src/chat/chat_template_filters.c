@@ -1,7 +1,7 @@
 /* Chat templates: the filters of `x | name(...)`, as jinja2.filters, and
  * int() / float() of a str as Python parses them (see
- * hf/chat_template_render.h). */
-#include "hf/chat_template_render.h"
+ * chat/chat_template_render.h). */
+#include "chat/chat_template_render.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,7 +1,7 @@
-/* Chat templates: the Jinja parser (see hf/chat_template_syntax.h): tokens
- * to the syntax tree of hf/chat_template_impl.h, following jinja2.parser's
+/* Chat templates: the Jinja parser (see chat/chat_template_syntax.h): tokens
+ * to the syntax tree of chat/chat_template_impl.h, following jinja2.parser's
  * grammar and operator precedence. */
-#include "hf/chat_template_syntax.h"
+#include "chat/chat_template_syntax.h"
 
 #include <stdlib.h>
 #include <string.h>

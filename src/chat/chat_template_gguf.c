@@ -5,7 +5,7 @@
  * tokenizer.ggml.bos_token_id, eos_token_id, unknown_token_id and
  * padding_token_id (transformers' GGUF loading sets the same four).
  */
-#include "hf/chat_template_impl.h"
+#include "chat/chat_template_impl.h"
 #include "txc/gguf.h"
 
 #include <inttypes.h>

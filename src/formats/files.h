@@ -1,7 +1,7 @@
-/* hf/files.h — reading a model folder's small files and describing their
- * JSON in messages (internal to hf/). */
-#ifndef TXC_HF_FILES_H
-#define TXC_HF_FILES_H
+/* formats/files.h — reading a model folder's small files and describing their
+ * JSON in messages (internal: formats/, and tokenizer/ and chat/ above it). */
+#ifndef TXC_FORMATS_FILES_H
+#define TXC_FORMATS_FILES_H
 
 #include <stdbool.h>
 #include <stddef.h>

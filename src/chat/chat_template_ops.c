@@ -1,7 +1,7 @@
 /* Chat templates: attribute and item access, slices, calls of builtins,
  * methods and macros, arithmetic (Python's floor division and modulo) and
- * `in` (see hf/chat_template_render.h). */
-#include "hf/chat_template_render.h"
+ * `in` (see chat/chat_template_render.h). */
+#include "chat/chat_template_render.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* A model folder's small files: config.json, generation_config.json,
- * tokenizer.json, model.safetensors.index.json. See hf/files.h. */
-#include "hf/files.h"
+ * tokenizer.json, model.safetensors.index.json. See formats/files.h. */
+#include "formats/files.h"
 
 #include <errno.h>
 #include <fcntl.h>

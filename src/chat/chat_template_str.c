@@ -1,8 +1,8 @@
 /* Chat templates: Python's str methods as templates call them (strip,
  * split, replace, upper / lower / title with utf8proc's case mappings and
  * Python's special cases, find, join, is*...), and the helpers the filters
- * that do the same share (see hf/chat_template_render.h). */
-#include "hf/chat_template_render.h"
+ * that do the same share (see chat/chat_template_render.h). */
+#include "chat/chat_template_render.h"
 
 #include <stdlib.h>
 #include <string.h>
