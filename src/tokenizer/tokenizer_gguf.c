@@ -22,79 +22,13 @@
  */
 #include "tokenizer/tokenizer_impl.h"
 #include "txc/gguf.h"
+#include "txc/vocab.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- a string -> id hash map (the vocab) ------------------------------------------- */
-
-typedef struct vmap {
-    uint64_t cap;              /* power of two */
-    int64_t *slot;             /* token index + 1, 0 = empty */
-    const txc_gguf_value *tok; /* the tokens' array items */
-} vmap;
-
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
-
-static int64_t vmap_get(const vmap *m, const char *s, size_t n)
-{
-    for (uint64_t i = hash_bytes(s, n) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        int64_t k = m->slot[i];
-        if (!k)
-            return -1;
-        const txc_gguf_str *t = &m->tok[k - 1].v.str;
-        if (t->len == n && memcmp(t->data, s, n) == 0)
-            return k - 1;
-    }
-}
-
-static txc_status vmap_init(vmap *m, const txc_gguf_value *tok, uint64_t n)
-{
-    m->cap = 16;
-    while (m->cap < 2 * n)
-        m->cap *= 2;
-    m->tok = tok;
-    if (!(m->slot = calloc(m->cap, sizeof *m->slot)))
-        return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory (GGUF vocab)");
-    for (uint64_t k = 0; k < n; k++) {
-        const txc_gguf_str *t = &tok[k].v.str;
-        if (vmap_get(m, t->data, (size_t)t->len) >= 0)
-            continue; /* a duplicate string keeps its first id */
-        uint64_t i = hash_bytes(t->data, (size_t)t->len) & (m->cap - 1);
-        while (m->slot[i])
-            i = (i + 1) & (m->cap - 1);
-        m->slot[i] = (int64_t)k + 1;
-    }
-    return TXC_OK;
-}
-
-/* ---- the tree -------------------------------------------------------------------------- */
-
-typedef struct merge {
-    float score;
-    int64_t tok, l, r;
-} merge;
-
-static int cmp_merge(const void *a, const void *b)
-{
-    const merge *x = a, *y = b;
-    if (x->score != y->score)
-        return x->score > y->score ? -1 : 1;
-    if (x->tok != y->tok)
-        return x->tok < y->tok ? -1 : 1;
-    if (x->l != y->l)
-        return x->l < y->l ? -1 : 1;
-    return (x->r > y->r) - (x->r < y->r);
-}
 
 static cJSON *str_n(const txc_gguf_str *s)
 {
@@ -118,45 +52,25 @@ static char *cstr(const txc_gguf_str *s)
     return p;
 }
 
-/* SentencePieceExtractor.extract's merges from the scores. */
-static txc_status spm_merges(const txc_gguf *g, const txc_gguf_value *tok, uint64_t n, const txc_gguf_value *scores,
-                             const vmap *vm, cJSON *out)
+/* SentencePieceExtractor.extract's merges from the scores (txc/vocab.h). */
+static txc_status spm_merges(const txc_gguf_value *tok, const txc_gguf_value *scores, const txc_vocab_map *vm,
+                             cJSON *out)
 {
-    size_t cap = 1024, cnt = 0;
-    merge *ms = malloc(cap * sizeof *ms);
-    if (!ms)
+    float *sc = malloc(sizeof *sc * (size_t)(vm->n ? vm->n : 1));
+    if (!sc)
         return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory (GGUF merges)");
-    for (uint64_t k = 0; k < n; k++) {
-        const txc_gguf_str *t = &tok[k].v.str;
-        if (vmap_get(vm, t->data, (size_t)t->len) != (int64_t)k)
-            continue; /* a duplicate string: the dict has one entry */
-        for (size_t i = 1; i < t->len; i++) {
-            if (((unsigned char)t->data[i] & 0xc0) == 0x80)
-                continue; /* split at characters (Python str indices), not inside one */
-            int64_t l = vmap_get(vm, t->data, i), r = vmap_get(vm, t->data + i, (size_t)t->len - i);
-            if (l < 0 || r < 0)
-                continue;
-            if (cnt == cap) {
-                merge *p = realloc(ms, 2 * cap * sizeof *ms);
-                if (!p) {
-                    free(ms);
-                    return txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory (GGUF merges)");
-                }
-                ms = p;
-                cap *= 2;
-            }
-            ms[cnt++] = (merge){scores ? (float)txc_gguf_array_f64(scores, k) : -(float)k, (int64_t)k, l, r};
-        }
-    }
-    qsort(ms, cnt, sizeof *ms, cmp_merge);
-    txc_status s = TXC_OK;
+    for (int64_t k = 0; k < vm->n; k++)
+        sc[k] = scores ? (float)txc_gguf_array_f64(scores, (uint64_t)k) : -(float)k;
+    txc_spm_merge *ms;
+    size_t cnt;
+    txc_status s = txc_spm_merges(vm, sc, &ms, &cnt);
+    free(sc);
     for (size_t i = 0; i < cnt && !s; i++) {
         cJSON *pair = cJSON_CreateArray();
-        if (!pair || !cJSON_AddItemToArray(out, pair) || !cJSON_AddItemToArray(pair, str_n(&tok[ms[i].l].v.str)) ||
-            !cJSON_AddItemToArray(pair, str_n(&tok[ms[i].r].v.str)))
+        if (!pair || !cJSON_AddItemToArray(out, pair) || !cJSON_AddItemToArray(pair, str_n(&tok[ms[i].left].v.str)) ||
+            !cJSON_AddItemToArray(pair, str_n(&tok[ms[i].right].v.str)))
             s = txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory (GGUF merges)");
     }
-    (void)g;
     free(ms);
     return s;
 }
@@ -264,17 +178,26 @@ static txc_status build(const txc_gguf *g, cJSON *root)
         if (memchr(items[k].v.str.data, 0, (size_t)items[k].v.str.len))
             return txc_error(TXC_ERR_UNSUPPORTED, "%s: token %" PRIu64 " holds a NUL byte", path, k);
 
-    vmap vm = {0};
-    txc_status s = vmap_init(&vm, items, n);
-    if (s)
+    /* the pieces as (bytes, length) for the map (txc/vocab.h) */
+    const char **pieces = malloc(sizeof *pieces * (size_t)n);
+    size_t *lens = malloc(sizeof *lens * (size_t)n);
+    txc_vocab_map vm = {0};
+    txc_status s = pieces && lens ? TXC_OK : txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory (GGUF vocab)");
+    for (uint64_t k = 0; !s && k < n; k++)
+        pieces[k] = items[k].v.str.data, lens[k] = (size_t)items[k].v.str.len;
+    if (!s)
+        s = txc_vocab_map_init(&vm, pieces, lens, (int64_t)n);
+    if (s) {
+        free(pieces), free(lens);
         return s;
+    }
     /* A string twice: llama.cpp's llama_vocab::load asserts that every token
      * is its own map entry (and aborts); the ids of the second one would be
      * unreachable. Empty tokens are not compared (llama.cpp names each
      * "[EMPTY_<id>]"). */
     for (uint64_t k = 0; k < n; k++) {
         const txc_gguf_str *t = &items[k].v.str;
-        int64_t first = t->len ? vmap_get(&vm, t->data, (size_t)t->len) : (int64_t)k;
+        int64_t first = t->len ? txc_vocab_map_get(&vm, t->data, (size_t)t->len) : (int64_t)k;
         if (first != (int64_t)k) {
             char shown[4 * 64 + 4]; /* the first 64 bytes, control bytes as \xNN (one line) */
             size_t at = 0;
@@ -283,7 +206,8 @@ static txc_status build(const txc_gguf *g, cJSON *root)
                 at += (size_t)snprintf(shown + at, sizeof shown - at, ch < 0x20 || ch == 0x7f ? "\\x%02x" : "%c", ch);
             }
             snprintf(shown + at, sizeof shown - at, "%s", t->len > 64 ? "..." : "");
-            free(vm.slot);
+            txc_vocab_map_free(&vm);
+            free(pieces), free(lens);
             return txc_error(TXC_ERR_FORMAT, "%s: tokenizer.ggml.tokens has the string '%s' at ids %" PRId64
                                              " and %" PRIu64 " (each token's string must be its own)",
                              path, shown, first, k);
@@ -294,7 +218,7 @@ static txc_status build(const txc_gguf *g, cJSON *root)
     cJSON_AddStringToObject(m, "type", "BPE");
     cJSON *vocab = cJSON_AddObjectToObject(m, "vocab");
     for (uint64_t k = 0; k < n; k++) {
-        if (vmap_get(&vm, items[k].v.str.data, (size_t)items[k].v.str.len) != (int64_t)k)
+        if (txc_vocab_map_get(&vm, items[k].v.str.data, (size_t)items[k].v.str.len) != (int64_t)k)
             continue; /* a string twice: its first id (the vocab is a map) */
         char *key = cstr(&items[k].v.str);
         if (!key || !cJSON_AddItemToObject(vocab, key, cJSON_CreateNumber((double)k))) {
@@ -306,7 +230,7 @@ static txc_status build(const txc_gguf *g, cJSON *root)
     }
     cJSON *merges = cJSON_AddArrayToObject(m, "merges");
     if (!s && spm) {
-        s = spm_merges(g, items, n, scores, &vm, merges);
+        s = spm_merges(items, scores, &vm, merges);
     } else if (!s) {
         const txc_gguf_value *mg = txc_gguf_find(g, "tokenizer.ggml.merges");
         if (!mg || mg->type != TXC_GGUF_ARRAY || mg->v.arr.type != TXC_GGUF_STRING)
@@ -318,7 +242,8 @@ static txc_status build(const txc_gguf *g, cJSON *root)
                 s = txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory (GGUF merges)");
         }
     }
-    free(vm.slot);
+    txc_vocab_map_free(&vm);
+    free(pieces), free(lens);
     if (s)
         return s;
     int64_t unk = -1, bos = -1;
