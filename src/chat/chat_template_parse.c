@@ -284,6 +284,16 @@ static ct_node *parse_subscript(pctx *c, ct_node *obj)
     return nd;
 }
 
+/* fn(args) at the '(' (E_CALL). */
+static ct_node *parse_call(pctx *c, ct_node *fn, int line)
+{
+    c->pos++;
+    ct_node *call = node(c, E_CALL, line);
+    call->a = fn;
+    parse_call_args(c, call);
+    return call;
+}
+
 static ct_node *parse_postfix(pctx *c, ct_node *nd)
 {
     int chain = 0;
@@ -311,11 +321,7 @@ static ct_node *parse_postfix(pctx *c, ct_node *nd)
         } else if (is_op(t, "[")) {
             nd = parse_subscript(c, nd);
         } else if (is_op(t, "(")) {
-            c->pos++;
-            ct_node *call = node(c, E_CALL, t->line);
-            call->a = nd;
-            parse_call_args(c, call);
-            nd = call;
+            nd = parse_call(c, nd, t->line);
         } else {
             c->depth -= chain;
             return nd;
@@ -385,11 +391,7 @@ static ct_node *parse_filter_expr(pctx *c, ct_node *nd)
             }
             nd = te;
         } else if (is_op(t, "(")) {
-            c->pos++;
-            ct_node *call = node(c, E_CALL, t->line);
-            call->a = nd;
-            parse_call_args(c, call);
-            nd = call;
+            nd = parse_call(c, nd, t->line);
         } else {
             c->depth -= chain;
             return nd;
@@ -443,21 +445,37 @@ static ct_node *parse_pow(pctx *c)
     return l;
 }
 
-static ct_node *parse_math2(pctx *c)
+/* One precedence level of left-associative binary operators: next (op
+ * next)*, left-nested; `ops` maps each operator's text to its E_BINOP op
+ * (ends at a NULL text). */
+typedef struct binop_sym {
+    const char *text;
+    int op;
+} binop_sym;
+
+static ct_node *parse_left(pctx *c, ct_node *(*next)(pctx *), const binop_sym *ops)
 {
-    ct_node *l = parse_pow(c);
+    ct_node *l = next(c);
     int chain = 0;
     for (;;) {
         tok *t = cur(c);
-        int op = is_op(t, "*") ? '*' : is_op(t, "/") ? '/' : is_op(t, "//") ? 'f' : is_op(t, "%") ? '%' : 0;
+        int op = 0;
+        for (const binop_sym *o = ops; o->text && !op; o++)
+            op = is_op(t, o->text) ? o->op : 0;
         if (!op) {
             c->depth -= chain;
             return l;
         }
         chain_step(c, &chain);
         c->pos++;
-        l = binop(c, op, l, parse_pow(c), t->line);
+        l = binop(c, op, l, next(c), t->line);
     }
+}
+
+static ct_node *parse_math2(pctx *c)
+{
+    static const binop_sym ops[] = {{"*", '*'}, {"/", '/'}, {"//", 'f'}, {"%", '%'}, {NULL, 0}};
+    return parse_left(c, parse_pow, ops);
 }
 
 static ct_node *parse_concat(pctx *c)
@@ -480,19 +498,8 @@ static ct_node *parse_concat(pctx *c)
 
 static ct_node *parse_math1(pctx *c)
 {
-    ct_node *l = parse_concat(c);
-    int chain = 0;
-    for (;;) {
-        tok *t = cur(c);
-        int op = is_op(t, "+") ? '+' : is_op(t, "-") ? '-' : 0;
-        if (!op) {
-            c->depth -= chain;
-            return l;
-        }
-        chain_step(c, &chain);
-        c->pos++;
-        l = binop(c, op, l, parse_concat(c), t->line);
-    }
+    static const binop_sym ops[] = {{"+", '+'}, {"-", '-'}, {NULL, 0}};
+    return parse_left(c, parse_concat, ops);
 }
 
 static ct_node *parse_compare(pctx *c)
