@@ -18,6 +18,15 @@
 #include <stdint.h>
 #include "txc/status.h"
 
+/* The Split regexes of the Llama 3 and Qwen2 pre-tokenizers, as their
+ * tokenizer.json writes them (llama.cpp's tokenizer.ggml.pre llama-bpe and
+ * qwen2): what `txc quantize` recognizes in a folder and the GGUF
+ * tokenizer writes back. */
+#define TXC_LLAMA3_SPLIT_RE                                                                                           \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+#define TXC_QWEN2_SPLIT_RE                                                                                            \
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+
 /* Open addressing over FNV-1a hashes of the pieces' bytes. */
 typedef struct txc_vocab_map {
     uint64_t cap;              /* slots: a power of two, at least twice n */

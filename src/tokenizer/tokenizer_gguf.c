@@ -84,14 +84,12 @@ typedef struct pre_map {
     bool ignore_merges;  /* the BPE model's ignore_merges (Llama 3) */
 } pre_map;
 
-#define LLAMA3_RE "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
-#define QWEN2_RE "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 
 static const pre_map PRE[] = {
     {"gpt-2 gpt2 phi-2 jina-es jina-de jina-v2-es jina-v2-de roberta-bpe", NULL, false, false, false},
     {"smollm", NULL, true, false, false},
-    {"llama3 llama-v3 llama-bpe smaug-bpe dbrx falcon3 pixtral", LLAMA3_RE, false, false, true},
-    {"qwen2 deepseek-r1-qwen", QWEN2_RE, false, true, false},
+    {"llama3 llama-v3 llama-bpe smaug-bpe dbrx falcon3 pixtral", TXC_LLAMA3_SPLIT_RE, false, false, true},
+    {"qwen2 deepseek-r1-qwen", TXC_QWEN2_SPLIT_RE, false, true, false},
 };
 #define PRE_NAMES "gpt-2, smollm, llama-bpe (llama3), qwen2 and their aliases"
 

@@ -57,8 +57,6 @@ static cJSON *load_json(const char *dir, const char *name, bool required)
     return j;
 }
 
-#define LLAMA3_RE "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
-#define QWEN2_RE "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 
 static bool is_type(const cJSON *o, const char *t)
 {
@@ -83,9 +81,10 @@ static const char *pre_name(const cJSON *tj)
         return "smollm";
     if (n == 2 && is_type(a, "Split") && is_type(b, "ByteLevel")) {
         const cJSON *re = cJSON_GetObjectItem(cJSON_GetObjectItem(a, "pattern"), "Regex");
-        if (cJSON_IsString(re) && strcmp(re->valuestring, LLAMA3_RE) == 0 && (!norm || cJSON_IsNull(norm)))
+        if (cJSON_IsString(re) && strcmp(re->valuestring, TXC_LLAMA3_SPLIT_RE) == 0 &&
+            (!norm || cJSON_IsNull(norm)))
             return "llama-bpe";
-        if (cJSON_IsString(re) && strcmp(re->valuestring, QWEN2_RE) == 0 && is_type(norm, "NFC"))
+        if (cJSON_IsString(re) && strcmp(re->valuestring, TXC_QWEN2_SPLIT_RE) == 0 && is_type(norm, "NFC"))
             return "qwen2";
     }
     return NULL;
