@@ -29,23 +29,11 @@ import shlex
 import subprocess
 import sys
 
+from lib.prompts import CHAT_PROMPTS, PROMPTS as PLAIN_PROMPTS, add_run_args, common_prefix
+
 # Plain text and the model's own chat format (ChatML for SmolLM2); llama.cpp parses the special
 # tokens of a prompt as txc does.
-PROMPTS = [
-    "The capital of France is",
-    "Once upon a time, there was a little girl who",
-    "def fibonacci(n):",
-    "The three primary colors are",
-    "Water boils at a temperature of",
-    "In 1969, the first man to walk on the moon was",
-    "Here is a list of fruits: apple, banana,",
-    "The quick brown fox",
-    "Machine learning is a field of study that",
-    "To make a cup of tea, first",
-    "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n",
-    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
-    "<|im_start|>user\nWrite a haiku about the sea.<|im_end|>\n<|im_start|>assistant\n",
-]
+PROMPTS = PLAIN_PROMPTS + CHAT_PROMPTS
 
 
 def run(cmd: list[str]) -> str:
@@ -75,24 +63,14 @@ def parse_configs(items: list[str] | None, default: str) -> list[tuple[str, list
     return out
 
 
-def parted(x: str, y: str) -> int:
-    n = 0
-    while n < len(x) and n < len(y) and x[n] == y[n]:
-        n += 1
-    return n
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--txc", required=True)
+    add_run_args(ap)
     ap.add_argument("--llama-bin", required=True)
     ap.add_argument("--model", required=True)
-    ap.add_argument("--new-tokens", type=int, default=32)
-    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--prompts")
     ap.add_argument("--txc-config", action="append")
     ap.add_argument("--llama-config", action="append")
-    ap.add_argument("--json")
     a = ap.parse_args()
     prompts = PROMPTS
     if a.prompts:
@@ -113,7 +91,7 @@ def main() -> int:
             if label == ref:
                 print(f"   {label:22s} {t!r}")
                 continue
-            n = parted(texts[ref], t)
+            n = common_prefix(texts[ref], t)
             ok = bool(t) and t == texts[ref]
             same[label] += ok
             print(f"   {label:22s} {'same' if ok else f'parts at char {n}: ' + repr(t[n:n + 40])}")

@@ -27,19 +27,7 @@ import os
 import subprocess
 import sys
 
-PROMPTS = [
-    "The capital of France is",
-    "Once upon a time, there was a little girl who",
-    "def fibonacci(n):",
-    "The three primary colors are",
-    "Water boils at a temperature of",
-    "In 1969, the first man to walk on the moon was",
-    "Here is a list of fruits: apple, banana,",
-    "The quick brown fox",
-    "Machine learning is a field of study that",
-    "To make a cup of tea, first",
-]
-
+from lib.prompts import PROMPTS, add_run_args, common_prefix
 
 def txc_ids(a, model: str, extra: list[str], prompts: list[str]) -> list[list[int]]:
     pf = os.path.join(a.out, "prompts.txt")
@@ -63,12 +51,9 @@ def txc_prompt_ids(a, model: str, prompt: str) -> list[int]:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--txc", required=True)
+    add_run_args(ap)
     ap.add_argument("--gguf", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--new-tokens", type=int, default=32)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--json")
     a = ap.parse_args()
     import torch
     import transformers
@@ -122,9 +107,7 @@ def main() -> int:
                "ids": {"hf": hf_ids[i]}}
         for k, per_prompt in runs.items():
             ids = per_prompt[i]
-            n = 0
-            while n < len(ids) and n < len(hf_ids[i]) and ids[n] == hf_ids[i][n]:
-                n += 1
+            n = common_prefix(ids, hf_ids[i])
             same = ids == hf_ids[i]
             print(f"   {k:9s} {'same as hf' if same else f'parts from hf at token {n}: ' + repr(tok.decode(ids[n:]))}")
             row["ids"][k] = ids

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Python frontend's tests: the cached torch venv (scripts/test-venv-torch.sh),
+# The Python frontend's tests: the cached torch venv (scripts/test-venv.sh torch),
 # `pip install ./python` into it (scikit-build-core over the repository's CMake;
 # an incremental build folder under python/build/), then pytest python/tests.
 # Exit status: pytest's; 77 when the venv cannot be made offline.

@@ -68,47 +68,80 @@ static txc_batch_request request(txc_model *m, int r, bool sample, int32_t *ids,
     return q;
 }
 
-/* Run the requests `which` (in that order) through a batch of `slots`
- * slots, adding each as soon as a slot is free. */
-static void run(txc_model *m, int slots, int64_t chunk, bool jit, bool sample, const int *which, int n_which,
-                run_out *o)
+/* What one drive() records, request by request (ids below DRIVE_MAX). */
+#define DRIVE_MAX 8
+typedef struct drive_io {
+    int32_t *tokens;          /* request r's at tokens + r * max_new */
+    int64_t *n;               /* tokens kept per request (0 on entry) */
+    txc_batch_finish *finish; /* how each finished; NULL: not kept */
+    float *const *logits;     /* each request's buffer of max_new x vocab (the caller's) */
+    const int64_t *lens;      /* prompt lengths by request; NULL: request()'s */
+    int max_new;
+} drive_io;
+
+/* The requests `which` (in that order) through a new batch of `slots`
+ * slots (max_cache_len 64, prefill_chunk `chunk`, prefill_tokens the
+ * default where 0), each added as soon as a slot is free: every event's
+ * token kept, its n_new checked; at the end no slot busy. Returns the
+ * batch's stats. */
+static txc_batch_stats drive(txc_model *m, int slots, int64_t chunk, int64_t prefill_tokens, bool jit, bool sample,
+                             const int *which, int n_which, const drive_io *io)
 {
     const int64_t V = txc_model_config(m)->vocab_size;
     txc_batch_options opt = txc_batch_default_options();
     opt.n_slots = slots;
     opt.max_cache_len = 64;
     opt.prefill_chunk = chunk;
+    if (prefill_tokens)
+        opt.prefill_tokens = prefill_tokens;
     opt.jit = jit;
     txc_batch *b = txc_batch_new(m, &opt);
     assert_non_null(b);
-    int32_t ids[N_REQ][64];
-    memset(o->n, 0, sizeof o->n);
-    for (int r = 0; r < N_REQ; r++)
-        assert_non_null(o->logits[r] = calloc((size_t)(MAX_NEW * V), sizeof(float)));
+    int32_t ids[DRIVE_MAX][64];
     int next = 0, done = 0;
     txc_batch_event ev[TXC_BATCH_MAX_SLOTS];
     for (int guard = 0; done < n_which; guard++) {
         assert_true(guard < 1000);
         while (next < n_which && txc_batch_busy(b) < slots) {
             int r = which[next++], s;
-            txc_batch_request q = request(m, r, sample, ids[r], o->logits[r]);
+            assert_true(r >= 0 && r < DRIVE_MAX);
+            txc_batch_request q = request(m, r, sample, ids[r], io->logits[r]);
+            if (io->lens)
+                q.n_input = prompt_n(r, io->lens[r], V, ids[r]);
+            q.gen.max_new_tokens = io->max_new;
             assert_int_equal(txc_batch_add(b, &q, &s), TXC_OK);
         }
         int n;
         assert_int_equal(txc_batch_step(b, ev, TXC_BATCH_MAX_SLOTS, &n), TXC_OK);
         for (int k = 0; k < n; k++) {
             int r = (int)ev[k].id;
-            assert_true(o->n[r] < MAX_NEW);
-            o->tokens[r][o->n[r]++] = ev[k].token_id;
-            assert_int_equal(ev[k].n_new, o->n[r]);
+            assert_true(io->n[r] < io->max_new);
+            io->tokens[r * io->max_new + io->n[r]++] = ev[k].token_id;
+            assert_int_equal(ev[k].n_new, io->n[r]);
             if (ev[k].finish != TXC_BATCH_RUNNING) {
-                o->finish[r] = ev[k].finish;
+                if (io->finish)
+                    io->finish[r] = ev[k].finish;
                 done++;
             }
         }
     }
     assert_int_equal(txc_batch_busy(b), 0);
+    txc_batch_stats st = txc_batch_get_stats(b);
     txc_batch_free(b);
+    return st;
+}
+
+/* Run the requests `which` (in that order) through a batch of `slots`
+ * slots, adding each as soon as a slot is free. */
+static void run(txc_model *m, int slots, int64_t chunk, bool jit, bool sample, const int *which, int n_which,
+                run_out *o)
+{
+    const int64_t V = txc_model_config(m)->vocab_size;
+    memset(o->n, 0, sizeof o->n);
+    for (int r = 0; r < N_REQ; r++)
+        assert_non_null(o->logits[r] = calloc((size_t)(MAX_NEW * V), sizeof(float)));
+    drive_io io = {&o->tokens[0][0], o->n, o->finish, o->logits, NULL, MAX_NEW};
+    drive(m, slots, chunk, 0, jit, sample, which, n_which, &io);
 }
 
 static void free_out(run_out *o)
@@ -393,6 +426,38 @@ static void test_no_recompile(void **state)
     txc_model_free(m);
 }
 
+/* A GEMM's operands for the row-invariance tests: A (M x K) and B (N x K,
+ * float32 and its dtype's copy) from an LCG seeded with `seed`, C and out
+ * (M x N each). */
+typedef struct gemm_data {
+    float *A, *C, *out, *Bf;
+    uint16_t *Bh;
+    const void *B; /* Bf or Bh, by dtype */
+} gemm_data;
+
+static void gemm_data_make(gemm_data *g, int64_t M, int64_t N, int64_t K, txc_dtype dt, uint64_t seed)
+{
+    g->A = malloc(sizeof(float) * (size_t)(M * K));
+    g->C = malloc(sizeof(float) * (size_t)(M * N));
+    g->out = malloc(sizeof(float) * (size_t)(M * N));
+    g->Bf = malloc(sizeof(float) * (size_t)(N * K));
+    g->Bh = malloc(sizeof(uint16_t) * (size_t)(N * K));
+    assert_true(g->A && g->C && g->out && g->Bf && g->Bh);
+    uint64_t x = seed;
+    for (int64_t i = 0; i < M * K; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        g->A[i] = (float)((int64_t)(x >> 40) - (1 << 23)) / (float)(1 << 20);
+    }
+    for (int64_t i = 0; i < N * K; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        g->Bf[i] = (float)((int64_t)(x >> 40) - (1 << 23)) / (float)(1 << 22);
+        g->Bh[i] = dt == TXC_BF16 ? txc_f32_to_bf16(g->Bf[i]) : txc_f32_to_f16(g->Bf[i]);
+    }
+    g->B = dt == TXC_F32 ? (const void *)g->Bf : (const void *)g->Bh;
+}
+
+static void gemm_data_free(gemm_data *g) { free(g->A), free(g->C), free(g->out), free(g->Bf), free(g->Bh); }
+
 /* The row invariance the batch rests on (ops/kernels.h): every row of a
  * GEMM with 2..TXC_KERN_ROWS_INVARIANT_MAX rows has the bits of that row
  * alone, for every weight dtype, odd N and K (both tails), 1 and 2 threads,
@@ -412,31 +477,18 @@ static void test_gemm_row_invariance(void **state)
                 for (size_t c = 0; c < 3; c++)
                     for (size_t d = 0; d < 3; d++) {
                         int64_t N = Ns[a], K = Ks[c];
-                        float *A = malloc(sizeof(float) * (size_t)(M * K)), *C = malloc(sizeof(float) * (size_t)(M * N));
-                        float *one = malloc(sizeof(float) * (size_t)N), *Bf = malloc(sizeof(float) * (size_t)(N * K));
-                        uint16_t *Bh = malloc(sizeof(uint16_t) * (size_t)(N * K));
-                        assert_true(A && C && one && Bf && Bh);
-                        uint64_t x = 12345;
-                        for (int64_t i = 0; i < M * K; i++) {
-                            x = x * 6364136223846793005ull + 1442695040888963407ull;
-                            A[i] = (float)((int64_t)(x >> 40) - (1 << 23)) / (float)(1 << 20);
-                        }
-                        for (int64_t i = 0; i < N * K; i++) {
-                            x = x * 6364136223846793005ull + 1442695040888963407ull;
-                            Bf[i] = (float)((int64_t)(x >> 40) - (1 << 23)) / (float)(1 << 22);
-                            Bh[i] = dts[d] == TXC_BF16 ? txc_f32_to_bf16(Bf[i]) : txc_f32_to_f16(Bf[i]);
-                        }
-                        const void *B = dts[d] == TXC_F32 ? (const void *)Bf : (const void *)Bh;
+                        gemm_data g;
+                        gemm_data_make(&g, M, N, K, dts[d], 12345);
                         for (int m = 2; m <= M; m += m < 8 ? 1 : 5) {
-                            txc_kern_gemm_nt(m, N, K, A, K, B, dts[d], K, C, N);
+                            txc_kern_gemm_nt(m, N, K, g.A, K, g.B, dts[d], K, g.C, N);
                             for (int i = 0; i < m; i++) {
-                                txc_kern_gemm_nt(1, N, K, A + i * K, K, B, dts[d], K, one, N);
-                                if (memcmp(one, C + i * N, sizeof(float) * (size_t)N) != 0)
+                                txc_kern_gemm_nt(1, N, K, g.A + i * K, K, g.B, dts[d], K, g.out, N);
+                                if (memcmp(g.out, g.C + i * N, sizeof(float) * (size_t)N) != 0)
                                     fail_msg("simd %d, %d threads, %s, M %d N %lld K %lld: row %d differs from M = 1",
                                              level, threads, txc_dtype_name(dts[d]), m, (long long)N, (long long)K, i);
                             }
                         }
-                        free(A), free(C), free(one), free(Bf), free(Bh);
+                        gemm_data_free(&g);
                     }
         }
     txc_kern_set_simd_level(-1);
@@ -466,35 +518,20 @@ static void test_gemm_many_row_invariance(void **state)
                 for (size_t c = 0; c < 2; c++)
                     for (size_t d = 0; d < 3; d++) {
                         int64_t N = Ns[a], K = Ks[c];
-                        float *A = malloc(sizeof(float) * (size_t)(M * K));
-                        float *C = malloc(sizeof(float) * (size_t)(M * N));
-                        float *part = malloc(sizeof(float) * (size_t)(M * N));
-                        float *Bf = malloc(sizeof(float) * (size_t)(N * K));
-                        uint16_t *Bh = malloc(sizeof(uint16_t) * (size_t)(N * K));
-                        assert_true(A && C && part && Bf && Bh);
-                        uint64_t x = 777;
-                        for (int64_t i = 0; i < M * K; i++) {
-                            x = x * 6364136223846793005ull + 1442695040888963407ull;
-                            A[i] = (float)((int64_t)(x >> 40) - (1 << 23)) / (float)(1 << 20);
-                        }
-                        for (int64_t i = 0; i < N * K; i++) {
-                            x = x * 6364136223846793005ull + 1442695040888963407ull;
-                            Bf[i] = (float)((int64_t)(x >> 40) - (1 << 23)) / (float)(1 << 22);
-                            Bh[i] = dts[d] == TXC_BF16 ? txc_f32_to_bf16(Bf[i]) : txc_f32_to_f16(Bf[i]);
-                        }
-                        const void *B = dts[d] == TXC_F32 ? (const void *)Bf : (const void *)Bh;
-                        txc_kern_gemm_nt(M, N, K, A, K, B, dts[d], K, C, N);
+                        gemm_data g;
+                        gemm_data_make(&g, M, N, K, dts[d], 777);
+                        txc_kern_gemm_nt(M, N, K, g.A, K, g.B, dts[d], K, g.C, N);
                         for (size_t sp = 0; sp < sizeof spans / sizeof *spans; sp++) {
                             int64_t r0 = spans[sp][0], m = spans[sp][1];
-                            txc_kern_gemm_nt(m, N, K, A + r0 * K, K, B, dts[d], K, part, N);
+                            txc_kern_gemm_nt(m, N, K, g.A + r0 * K, K, g.B, dts[d], K, g.out, N);
                             for (int64_t i = 0; i < m; i++)
-                                if (memcmp(part + i * N, C + (r0 + i) * N, sizeof(float) * (size_t)N) != 0)
+                                if (memcmp(g.out + i * N, g.C + (r0 + i) * N, sizeof(float) * (size_t)N) != 0)
                                     fail_msg("simd %d, %d threads, %s, N %lld K %lld: row %lld of %lld rows differs "
                                              "from the same row among %lld", level, threads,
                                              txc_dtype_name(dts[d]), (long long)N, (long long)K, (long long)(r0 + i),
                                              (long long)m, (long long)M);
                         }
-                        free(A), free(C), free(part), free(Bf), free(Bh);
+                        gemm_data_free(&g);
                     }
         }
     txc_kern_set_simd_level(-1);
@@ -523,40 +560,11 @@ static void run_group(txc_model *m, int slots, int64_t chunk, int64_t prefill_to
                       const int *which, int n_which, group_out *o)
 {
     const int64_t V = txc_model_config(m)->vocab_size;
-    txc_batch_options opt = txc_batch_default_options();
-    opt.n_slots = slots;
-    opt.max_cache_len = 64;
-    opt.prefill_chunk = chunk;
-    opt.prefill_tokens = prefill_tokens;
-    opt.jit = jit;
-    txc_batch *b = txc_batch_new(m, &opt);
-    assert_non_null(b);
-    int32_t ids[G_REQ][64];
     memset(o, 0, sizeof *o);
     for (int k = 0; k < n_which; k++)
         assert_non_null(o->logits[which[k]] = calloc((size_t)(G_NEW * V), sizeof(float)));
-    int next = 0, done = 0;
-    txc_batch_event ev[TXC_BATCH_MAX_SLOTS];
-    for (int guard = 0; done < n_which; guard++) {
-        assert_true(guard < 1000);
-        while (next < n_which && txc_batch_busy(b) < slots) {
-            int r = which[next++], s;
-            txc_batch_request q = request(m, r, sample, ids[r], o->logits[r]);
-            q.n_input = prompt_n(r, group_lens[r], V, ids[r]);
-            q.gen.max_new_tokens = G_NEW;
-            assert_int_equal(txc_batch_add(b, &q, &s), TXC_OK);
-        }
-        int n;
-        assert_int_equal(txc_batch_step(b, ev, TXC_BATCH_MAX_SLOTS, &n), TXC_OK);
-        for (int k = 0; k < n; k++) {
-            int r = (int)ev[k].id;
-            assert_true(o->n[r] < G_NEW);
-            o->tokens[r][o->n[r]++] = ev[k].token_id;
-            done += ev[k].finish != TXC_BATCH_RUNNING;
-        }
-    }
-    o->st = txc_batch_get_stats(b);
-    txc_batch_free(b);
+    drive_io io = {&o->tokens[0][0], o->n, NULL, o->logits, group_lens, G_NEW};
+    o->st = drive(m, slots, chunk, prefill_tokens, jit, sample, which, n_which, &io);
 }
 
 static void free_group(group_out *o)

@@ -100,6 +100,33 @@ static bool simd_ok(void)
     return true;
 }
 
+/* A test's start: false (skipped) without AVX2; else SIMD level 1 and, when
+ * threads > 0, that many threads. finish() restores both. */
+static bool start(int threads)
+{
+    if (!simd_ok())
+        return false;
+    if (threads > 0)
+        assert_int_equal(txc_threads_set(threads), TXC_OK);
+    txc_kern_set_simd_level(1);
+    return true;
+}
+
+static void finish(void)
+{
+    txc_kern_set_simd_level(-1);
+    txc_threads_set(0);
+}
+
+/* C filled with the sentinel the reference's padding holds. */
+static void poison(problem *p) { memset(p->C, 0x7f, sizeof(float) * (size_t)(p->M * p->ldc)); }
+
+/* The packed kernel on all of p (B of dtype dt), asserted to run. */
+static void packed(problem *p, const void *B, txc_dtype dt)
+{
+    assert_true(txc_kern_gemm_nt_avx2_packed(p->M, p->N, p->K, p->A, p->lda, B, dt, p->ldb, p->C, p->ldc));
+}
+
 static const txc_dtype dts[] = {TXC_F32, TXC_BF16, TXC_F16};
 
 static void expect_equal(const problem *p, txc_dtype dt, const char *what)
@@ -122,20 +149,38 @@ static void check_bits(int64_t M, int64_t N, int64_t K, int64_t pa, int64_t pb, 
     for (size_t d = 0; d < 3; d++) {
         const void *B = bdata(&p, dts[d]);
         reference(&p, dts[d]);
-        memset(p.C, 0x7f, sizeof(float) * (size_t)(M * p.ldc));
-        assert_true(txc_kern_gemm_nt_avx2_packed(M, N, K, p.A, p.lda, B, dts[d], p.ldb, p.C, p.ldc));
+        poison(&p);
+        packed(&p, B, dts[d]);
         expect_equal(&p, dts[d], "packed");
     }
     drop(&p);
 }
 
+/* For each dtype, on 1, 2 and 3 threads: the chain's bits from
+ * txc_kern_gemm_nt (dispatch) or the packed kernel called directly. */
+static void check_threads(problem *p, bool dispatch)
+{
+    static const char *const names[] = {"1 thread", "2 threads", "3 threads"};
+    for (size_t d = 0; d < 3; d++) {
+        const void *B = bdata(p, dts[d]);
+        reference(p, dts[d]);
+        for (int th = 1; th <= 3; th++) {
+            assert_int_equal(txc_threads_set(th), TXC_OK);
+            poison(p);
+            if (dispatch)
+                txc_kern_gemm_nt(p->M, p->N, p->K, p->A, p->lda, B, dts[d], p->ldb, p->C, p->ldc);
+            else
+                packed(p, B, dts[d]);
+            expect_equal(p, dts[d], names[th - 1]);
+        }
+    }
+}
+
 static void test_bits_fma_chain(void **state)
 {
     (void)state;
-    if (!simd_ok())
+    if (!start(1))
         return;
-    assert_int_equal(txc_threads_set(1), TXC_OK);
-    txc_kern_set_simd_level(1);
     /* Edges of every loop: M around the 6-row and 4-row tiles (the row plan
      * of gemm_avx2.c: 7 = 4 + 3, 8 = 4 + 4, 9 = 6 + 3, 14 = 6 + 4 + 4), N around the 16-column
      * tile and the 8-column halves of the B panel, K around the 4-step
@@ -154,18 +199,15 @@ static void test_bits_fma_chain(void **state)
      * several chunks. */
     check_bits(385, 37, 530, 1, 2, 5);
     check_bits(200, 130, 1100, 0, 0, 0);
-    txc_kern_set_simd_level(-1);
-    txc_threads_set(0);
+    finish();
 }
 
 /* Every row of a product alone (M = 1) has the bits it has inside M rows. */
 static void test_row_alone(void **state)
 {
     (void)state;
-    if (!simd_ok())
+    if (!start(1))
         return;
-    assert_int_equal(txc_threads_set(1), TXC_OK);
-    txc_kern_set_simd_level(1);
     /* (6, 1, 8) with lda = K + 3: where the previous packed kernel gave
      * row 5's sum in row 4 (GCC 12 with -fsanitize=object-size). */
     const int64_t shapes[][4] = {{6, 1, 8, 3}, {6, 2, 8, 0}, {7, 3, 9, 3}, {13, 17, 16, 1},
@@ -177,7 +219,7 @@ static void test_row_alone(void **state)
             const void *B = bdata(&p, dts[d]);
             memset(p.C, 0, sizeof(float) * (size_t)(p.M * p.ldc));
             memset(p.R, 0, sizeof(float) * (size_t)(p.M * p.ldc));
-            assert_true(txc_kern_gemm_nt_avx2_packed(p.M, p.N, p.K, p.A, p.lda, B, dts[d], p.ldb, p.C, p.ldc));
+            packed(&p, B, dts[d]);
             for (int64_t i = 0; i < p.M; i++)
                 assert_true(txc_kern_gemm_nt_avx2_packed(1, p.N, p.K, p.A + i * p.lda, p.lda, B, dts[d], p.ldb,
                                                          p.R + i * p.ldc, p.ldc));
@@ -185,8 +227,7 @@ static void test_row_alone(void **state)
         }
         drop(&p);
     }
-    txc_kern_set_simd_level(-1);
-    txc_threads_set(0);
+    finish();
 }
 
 /* The dispatch: txc_kern_gemm_nt at level 1 above the row-invariance bound
@@ -194,24 +235,13 @@ static void test_row_alone(void **state)
 static void test_dispatch_threads(void **state)
 {
     (void)state;
-    if (!simd_ok())
+    if (!start(0))
         return;
-    txc_kern_set_simd_level(1);
     problem p;
     make(&p, TXC_KERN_ROWS_INVARIANT_MAX + 7, 1001, 333, 0, 0, 0);
-    for (size_t d = 0; d < 3; d++) {
-        const void *B = bdata(&p, dts[d]);
-        reference(&p, dts[d]);
-        for (int th = 1; th <= 3; th++) {
-            assert_int_equal(txc_threads_set(th), TXC_OK);
-            memset(p.C, 0x7f, sizeof(float) * (size_t)(p.M * p.ldc));
-            txc_kern_gemm_nt(p.M, p.N, p.K, p.A, p.lda, B, dts[d], p.ldb, p.C, p.ldc);
-            expect_equal(&p, dts[d], th == 1 ? "1 thread" : th == 2 ? "2 threads" : "3 threads");
-        }
-    }
+    check_threads(&p, true);
     drop(&p);
-    txc_kern_set_simd_level(-1);
-    txc_threads_set(0);
+    finish();
 }
 
 /* Prefill shapes on 1-3 threads: the A panels packed by the threads in
@@ -220,27 +250,16 @@ static void test_dispatch_threads(void **state)
 static void test_prefill_threads(void **state)
 {
     (void)state;
-    if (!simd_ok())
+    if (!start(0))
         return;
-    txc_kern_set_simd_level(1);
     const int64_t shapes[][3] = {{128, 160, 896}, {130, 33, 520}};
     for (size_t s = 0; s < 2; s++) {
         problem p;
         make(&p, shapes[s][0], shapes[s][1], shapes[s][2], 1, 0, 2);
-        for (size_t d = 0; d < 3; d++) {
-            const void *B = bdata(&p, dts[d]);
-            reference(&p, dts[d]);
-            for (int th = 1; th <= 3; th++) {
-                assert_int_equal(txc_threads_set(th), TXC_OK);
-                memset(p.C, 0x7f, sizeof(float) * (size_t)(p.M * p.ldc));
-                assert_true(txc_kern_gemm_nt_avx2_packed(p.M, p.N, p.K, p.A, p.lda, B, dts[d], p.ldb, p.C, p.ldc));
-                expect_equal(&p, dts[d], th == 1 ? "1 thread" : th == 2 ? "2 threads" : "3 threads");
-            }
-        }
+        check_threads(&p, false);
         drop(&p);
     }
-    txc_kern_set_simd_level(-1);
-    txc_threads_set(0);
+    finish();
 }
 
 /* The group of sibling GEMMs on one A: each part's C has the bits of the
@@ -249,9 +268,8 @@ static void test_prefill_threads(void **state)
 static void test_group(void **state)
 {
     (void)state;
-    if (!simd_ok())
+    if (!start(0))
         return;
-    txc_kern_set_simd_level(1);
     const int64_t Ms[] = {39, 128, 7};
     const int64_t Np[] = {45, 16, 7, 1}; /* B's rows [0, 45), [45, 61), [61, 68), [68, 69) */
     for (size_t mi = 0; mi < 3; mi++) {
@@ -298,26 +316,22 @@ static void test_group(void **state)
     assert_false(txc_kern_gemm_nt_avx2_packed_group(TXC_PACKED_GROUP_MAX + 1, &one, 1, 1, &a, 1));
     one.bdt = TXC_I32;
     assert_false(txc_kern_gemm_nt_avx2_packed_group(1, &one, 1, 1, &a, 1));
-    txc_kern_set_simd_level(-1);
-    txc_threads_set(0);
+    finish();
 }
 
 /* Against a double-precision sum: the bound of kernels.h. */
 static void test_error_bound(void **state)
 {
     (void)state;
-    if (!simd_ok())
+    if (!start(1))
         return;
-    assert_int_equal(txc_threads_set(1), TXC_OK);
-    txc_kern_set_simd_level(1);
     const int64_t shapes[][3] = {{16, 37, 1000}, {9, 12, 4867}, {40, 5, 96}};
     double worst = 0;
     for (size_t s = 0; s < 3; s++) {
         problem p;
         make(&p, shapes[s][0], shapes[s][1], shapes[s][2], 0, 0, 0);
         for (size_t d = 0; d < 3; d++) {
-            const void *B = bdata(&p, dts[d]);
-            assert_true(txc_kern_gemm_nt_avx2_packed(p.M, p.N, p.K, p.A, p.lda, B, dts[d], p.ldb, p.C, p.ldc));
+            packed(&p, bdata(&p, dts[d]), dts[d]);
             const double u = ldexp(1.0, -24), n = (double)(p.K - 1), g = n * u / (1 - n * u);
             for (int64_t i = 0; i < p.M; i++)
                 for (int64_t j = 0; j < p.N; j++) {
@@ -338,8 +352,7 @@ static void test_error_bound(void **state)
         drop(&p);
     }
     print_message("  largest |C - exact| / (2^-24 sum|A B|): %.2f\n", worst);
-    txc_kern_set_simd_level(-1);
-    txc_threads_set(0);
+    finish();
 }
 
 static void test_refusals(void **state)

@@ -21,7 +21,7 @@
  *   // "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi..."
  *   txc_tokenizer_encode(tok, text, len, false, &ids, &n);  // add_special_tokens off
  *
- * The Jinja subset (src/hf/chat_template_parse.c, chat_template_eval.c) is
+ * The Jinja subset (src/chat/chat_template_parse.c, chat_template_eval.c) is
  * what the chat templates of common open models use, checked byte for byte
  * against jinja2 3.1 / transformers (tests/test_chat_template.c):
  *   syntax     {{ }}, {% %}, {# #}, whitespace control -/+ on every tag,

@@ -59,7 +59,7 @@
  *   - Unicode data: the crate mixes versions (its regexes and Rust's char
  *     methods follow Unicode 16, its normalizers Unicode 9.0, Punctuation an
  *     older table); txc follows each, with tables read off the tokenizers
- *     package (src/hf/tokenizer_unidata.c) on top of utf8proc and PCRE2. Not
+ *     package (src/tokenizer/tokenizer_unidata.c) on top of utf8proc and PCRE2. Not
  *     covered: a negated class inside a character class ([\W], [\P{L}])
  *     has PCRE2's Unicode version, as do \p{..} names other than general
  *     categories (scripts, binary properties).

@@ -4,6 +4,7 @@
  * style BPE the scores derived from the merges): see quantize_vocab.h.
  */
 #include "tools/quantize_vocab.h"
+#include "txc/vocab.h"
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
@@ -56,8 +57,6 @@ static cJSON *load_json(const char *dir, const char *name, bool required)
     return j;
 }
 
-#define LLAMA3_RE "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
-#define QWEN2_RE "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 
 static bool is_type(const cJSON *o, const char *t)
 {
@@ -82,9 +81,10 @@ static const char *pre_name(const cJSON *tj)
         return "smollm";
     if (n == 2 && is_type(a, "Split") && is_type(b, "ByteLevel")) {
         const cJSON *re = cJSON_GetObjectItem(cJSON_GetObjectItem(a, "pattern"), "Regex");
-        if (cJSON_IsString(re) && strcmp(re->valuestring, LLAMA3_RE) == 0 && (!norm || cJSON_IsNull(norm)))
+        if (cJSON_IsString(re) && strcmp(re->valuestring, TXC_LLAMA3_SPLIT_RE) == 0 &&
+            (!norm || cJSON_IsNull(norm)))
             return "llama-bpe";
-        if (cJSON_IsString(re) && strcmp(re->valuestring, QWEN2_RE) == 0 && is_type(norm, "NFC"))
+        if (cJSON_IsString(re) && strcmp(re->valuestring, TXC_QWEN2_SPLIT_RE) == 0 && is_type(norm, "NFC"))
             return "qwen2";
     }
     return NULL;
@@ -92,57 +92,27 @@ static const char *pre_name(const cJSON *tj)
 
 /* ---- a string -> id map over the tokens ----------------------------------------------- */
 
-typedef struct smap {
-    uint64_t cap;   /* power of two */
-    int64_t *slot;  /* id + 1, 0 = empty */
-    char **keys;
-} smap;
-
-static uint64_t fnv(const char *s, size_t n)
+/* The map of v's tokens (txc/vocab.h); a string twice is refused (llama.cpp's
+ * llama_vocab::load asserts each token is its own map entry). *lens is
+ * malloc'd (the map borrows it). */
+static txc_status vocab_map(txc_vocab_map *m, size_t **lens, const quantize_vocab *v, const char *dir)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
-
-static int64_t smap_get(const smap *m, const char *s, size_t n)
-{
-    for (uint64_t i = fnv(s, n) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        int64_t k = m->slot[i];
-        if (!k)
-            return -1;
-        if (strlen(m->keys[k - 1]) == n && memcmp(m->keys[k - 1], s, n) == 0)
-            return k - 1;
-    }
-}
-
-/* The map of keys[0, n); a string twice is refused (llama.cpp's
- * llama_vocab::load asserts each token is its own map entry). */
-static txc_status smap_build(smap *m, char **keys, int64_t n, const char *dir)
-{
-    m->cap = 16;
-    while (m->cap < 2 * (uint64_t)n)
-        m->cap *= 2;
-    m->keys = keys;
-    if (!(m->slot = calloc(m->cap, sizeof *m->slot)))
+    memset(m, 0, sizeof *m);
+    if (!(*lens = malloc(sizeof **lens * (size_t)(v->n ? v->n : 1))))
         return txc_error(TXC_ERR_NOMEM, "quantize: out of memory (vocabulary)");
-    for (int64_t k = 0; k < n; k++) {
-        size_t len = strlen(keys[k]);
-        int64_t first = smap_get(m, keys[k], len);
-        if (first >= 0) {
-            free(m->slot);
-            m->slot = NULL;
-            return txc_error(TXC_ERR_FORMAT, "quantize: %s/tokenizer.json: ids %lld and %lld are both the token "
-                                             "'%.64s' (llama.cpp cannot load a vocabulary with a string twice)",
-                             dir, (long long)first, (long long)k, keys[k]);
-        }
-        uint64_t i = fnv(keys[k], len) & (m->cap - 1);
-        while (m->slot[i])
-            i = (i + 1) & (m->cap - 1);
-        m->slot[i] = k + 1;
+    for (int64_t k = 0; k < v->n; k++)
+        (*lens)[k] = strlen(v->tokens[k]);
+    txc_status s = txc_vocab_map_init(m, (const char *const *)v->tokens, *lens, v->n);
+    for (int64_t k = 0; !s && k < v->n; k++) {
+        int64_t first = txc_vocab_map_get(m, v->tokens[k], (*lens)[k]);
+        if (first != k)
+            s = txc_error(TXC_ERR_FORMAT, "quantize: %s/tokenizer.json: ids %lld and %lld are both the token "
+                                          "'%.64s' (llama.cpp cannot load a vocabulary with a string twice)",
+                          dir, (long long)first, (long long)k, v->tokens[k]);
     }
-    return TXC_OK;
+    if (s)
+        txc_vocab_map_free(m);
+    return s;
 }
 
 /* ---- tokens and their types ------------------------------------------------------------- */
@@ -269,35 +239,15 @@ static bool is_spm(const cJSON *tj)
            strcmp(from->valuestring, " ") == 0 && cJSON_IsString(to) && strcmp(to->valuestring, "\xe2\x96\x81") == 0;
 }
 
-typedef struct spm_merge {
-    float score;
-    int64_t tok, l, r;
-} spm_merge;
-
-/* The order of txc's GGUF reader and transformers' GGUF converter
- * (SentencePieceExtractor): the piece's score descending, then the piece's
- * id, then the halves' ids. */
-static int cmp_spm_merge(const void *pa, const void *pb)
-{
-    const spm_merge *x = pa, *y = pb;
-    if (x->score != y->score)
-        return x->score > y->score ? -1 : 1;
-    if (x->tok != y->tok)
-        return x->tok < y->tok ? -1 : 1;
-    if (x->l != y->l)
-        return x->l < y->l ? -1 : 1;
-    return (x->r > y->r) - (x->r < y->r);
-}
-
 /* Scores from the merges' ranks; refused unless the scores give the merges back. */
-static txc_status spm_scores(const char *dir, const cJSON *mj, quantize_vocab *v, const smap *m)
+static txc_status spm_scores(const char *dir, const cJSON *mj, quantize_vocab *v, const txc_vocab_map *m)
 {
     int64_t n_merges = cJSON_GetArraySize(mj);
     if (n_merges >= (1 << 24))
         return txc_error(TXC_ERR_UNSUPPORTED, "quantize: %s/tokenizer.json has %lld merges (scores are float32: "
                                               "at most 2^24 ranks)", dir, (long long)n_merges);
     int64_t *first = malloc(sizeof(int64_t) * (size_t)v->n);
-    spm_merge *want = malloc(sizeof *want * (size_t)(n_merges + 1));
+    txc_spm_merge *want = malloc(sizeof *want * (size_t)(n_merges + 1));
     v->scores = calloc((size_t)v->n, sizeof *v->scores);
     txc_status s = first && want && v->scores ? TXC_OK : txc_error(TXC_ERR_NOMEM, "quantize: out of memory (scores)");
     for (int64_t i = 0; !s && i < v->n; i++)
@@ -323,7 +273,7 @@ static txc_status spm_scores(const char *dir, const cJSON *mj, quantize_vocab *v
         }
         cat = p;
         memcpy(cat, a, na), memcpy(cat + na, b, nb + 1);
-        int64_t l = smap_get(m, a, na), r = smap_get(m, b, nb), t = smap_get(m, cat, na + nb);
+        int64_t l = txc_vocab_map_get(m, a, na), r = txc_vocab_map_get(m, b, nb), t = txc_vocab_map_get(m, cat, na + nb);
         if (l < 0 || r < 0 || t < 0) {
             s = txc_error(TXC_ERR_FORMAT, "quantize: %s/tokenizer.json: merge %lld ('%.*s' + '%.64s') %s", dir,
                           (long long)rank, (int)(na > 64 ? 64 : na), a, b,
@@ -332,50 +282,29 @@ static txc_status spm_scores(const char *dir, const cJSON *mj, quantize_vocab *v
         }
         if (first[t] < 0)
             first[t] = rank;
-        want[rank++] = (spm_merge){0, t, l, r};
+        want[rank++] = (txc_spm_merge){0, t, l, r};
     }
     free(cat);
     for (int64_t i = 0; !s && i < v->n; i++)
         v->scores[i] = first[i] >= 0 ? -(float)(first[i] + 1) : 0.0f;
     /* what a reader of the GGUF derives: every split of every token into two tokens, in the scores' order */
-    spm_merge *got = NULL;
-    size_t n_got = 0, cap = 0;
-    for (int64_t k = 0; !s && k < v->n; k++) {
-        const char *t = v->tokens[k];
-        size_t len = strlen(t);
-        for (size_t i = 1; i < len && !s; i++) {
-            if (((unsigned char)t[i] & 0xc0) == 0x80)
-                continue; /* at characters only */
-            int64_t l = smap_get(m, t, i), r = smap_get(m, t + i, len - i);
-            if (l < 0 || r < 0)
-                continue;
-            if (n_got == cap) {
-                cap = cap ? 2 * cap : 1024;
-                spm_merge *g = realloc(got, sizeof *g * cap);
-                if (!g) {
-                    s = txc_error(TXC_ERR_NOMEM, "quantize: out of memory (scores)");
-                    break;
-                }
-                got = g;
-            }
-            got[n_got++] = (spm_merge){v->scores[k], k, l, r};
-        }
-    }
+    txc_spm_merge *got = NULL;
+    size_t n_got = 0;
+    if (!s)
+        s = txc_spm_merges(m, v->scores, &got, &n_got);
     if (!s) {
-        if (n_got)
-            qsort(got, n_got, sizeof *got, cmp_spm_merge);
         size_t i = 0;
-        while (i < n_got && i < (size_t)rank && got[i].tok == want[i].tok && got[i].l == want[i].l &&
-               got[i].r == want[i].r)
+        while (i < n_got && i < (size_t)rank && got[i].id == want[i].id && got[i].left == want[i].left &&
+               got[i].right == want[i].right)
             i++;
         if (i < n_got || i < (size_t)rank) {
-            const spm_merge *x = i < (size_t)rank ? &want[i] : NULL, *y = i < n_got ? &got[i] : NULL;
+            const txc_spm_merge *x = i < (size_t)rank ? &want[i] : NULL, *y = i < n_got ? &got[i] : NULL;
             s = txc_error(TXC_ERR_UNSUPPORTED,
                           "quantize: %s/tokenizer.json: its merges are not a SentencePiece model's (merge %zu is "
                           "%s%.32s%s%.32s%s, the pieces' scores would make it %s%.32s%s%.32s%s): tokenizer.ggml.model "
-                          "llama cannot hold them", dir, i, x ? "'" : "", x ? v->tokens[x->l] : "none",
-                          x ? "' + '" : "", x ? v->tokens[x->r] : "", x ? "'" : "", y ? "'" : "",
-                          y ? v->tokens[y->l] : "none", y ? "' + '" : "", y ? v->tokens[y->r] : "", y ? "'" : "");
+                          "llama cannot hold them", dir, i, x ? "'" : "", x ? v->tokens[x->left] : "none",
+                          x ? "' + '" : "", x ? v->tokens[x->right] : "", x ? "'" : "", y ? "'" : "",
+                          y ? v->tokens[y->left] : "none", y ? "' + '" : "", y ? v->tokens[y->right] : "", y ? "'" : "");
         }
     }
     free(got);
@@ -396,7 +325,8 @@ txc_status quantize_vocab_load(const char *dir, const txc_hf_config *c, quantize
         return txc_last_status();
     cJSON *tc = load_json(dir, "tokenizer_config.json", false);
     txc_status s = TXC_OK;
-    smap m = {0};
+    txc_vocab_map m = {0};
+    size_t *lens = NULL;
     const cJSON *model = cJSON_GetObjectItem(tj, "model");
     const cJSON *vj = cJSON_GetObjectItem(model, "vocab"), *mj = cJSON_GetObjectItem(model, "merges");
     bool spm = is_spm(tj);
@@ -413,7 +343,7 @@ txc_status quantize_vocab_load(const char *dir, const txc_hf_config *c, quantize
                                            "names here (supported: gpt-2, smollm, llama-bpe, qwen2)", dir);
         goto out;
     }
-    if ((s = fill_tokens(tj, c, spm, v)) || (s = smap_build(&m, v->tokens, v->n, dir)))
+    if ((s = fill_tokens(tj, c, spm, v)) || (s = vocab_map(&m, &lens, v, dir)))
         goto out;
     if ((s = spm ? spm_scores(dir, mj, v, &m) : bpe_merges(dir, mj, v)))
         goto out;
@@ -428,7 +358,8 @@ txc_status quantize_vocab_load(const char *dir, const txc_hf_config *c, quantize
             v->add_eos = cJSON_IsTrue(ae);
     }
 out:
-    free(m.slot);
+    txc_vocab_map_free(&m);
+    free(lens);
     cJSON_Delete(tj);
     cJSON_Delete(tc);
     if (s)

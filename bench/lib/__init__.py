@@ -1,0 +1,1 @@
+"""What the bench scripts share (imported as `lib.NAME` by the scripts in bench/)."""
