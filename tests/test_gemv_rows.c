@@ -1,6 +1,6 @@
 /* The multi-row GEMV of batched decoding (src/ops/gemv_batch.c, the row
  * invariance of ops/kernels.h): every row of txc_kern_gemm_nt with
- * 2..16 rows has the bits of that row alone (M = 1), for the tiles that
+ * 2..16 rows (and up to TXC_KERN_ROWS_INVARIANT_MAX) has the bits of that row alone (M = 1), for the tiles that
  * keep their accumulators in registers (A within ROWS_KB_A_BYTES) and for
  * the k-blocked 4 x 3 tiles past it (K up to 4867: tails of K % 8, of the
  * 4-column reduction (N % 4), of the 3-column tiles and of the column
@@ -21,11 +21,11 @@ static float next_value(float scale)
     return (float)((int64_t)(rng >> 40) - (1 << 23)) / (float)(1 << 23) * scale;
 }
 
-/* Rows 1..16 of A (M x K, stride lda) against B (N x K of dt, stride ldb):
+/* Rows 1..M of A (M x K, stride lda) against B (N x K of dt, stride ldb):
  * each GEMM's row i bit-identical to the one-row GEMM of row i. */
-static void check_rows(int64_t N, int64_t K, txc_dtype dt, int threads)
+static void check_rows(int64_t N, int64_t K, txc_dtype dt, int threads, int64_t M)
 {
-    const int64_t M = 16, lda = K + 3, ldb = K + 5, ldc = N + 2;
+    const int64_t lda = K + 3, ldb = K + 5, ldc = N + 2;
     float *A = malloc(sizeof(float) * (size_t)(M * lda)), *C = malloc(sizeof(float) * (size_t)(M * ldc));
     float *one = malloc(sizeof(float) * (size_t)(M * N)), *Bf = malloc(sizeof(float) * (size_t)(N * ldb));
     uint16_t *Bh = malloc(sizeof(uint16_t) * (size_t)(N * ldb));
@@ -75,7 +75,10 @@ static void test_rows_bit_identical(void **state)
         for (size_t d = 0; d < 3; d++)
             for (size_t k = 0; k < sizeof Ks / sizeof *Ks; k++)
                 for (size_t n = 0; n < sizeof Ns / sizeof *Ns; n++)
-                    check_rows(Ns[n], Ks[k], dts[d], threads);
+                    check_rows(Ns[n], Ks[k], dts[d], threads, 16);
+    /* up to the bound of the multi-row GEMV (32 rows) */
+    check_rows(37, 2051, TXC_BF16, 2, TXC_KERN_ROWS_INVARIANT_MAX);
+    check_rows(130, 4867, TXC_F16, 3, TXC_KERN_ROWS_INVARIANT_MAX);
     assert_int_equal(txc_threads_set(saved), TXC_OK);
 }
 
@@ -87,8 +90,8 @@ static void test_rows_every_level(void **state)
     int saved = txc_threads_get();
     for (int level = 0; level < txc_kern_simd_level(); level++) {
         txc_kern_set_simd_level(level);
-        check_rows(37, 2051, TXC_BF16, 2);
-        check_rows(7, 509, TXC_F32, 1);
+        check_rows(37, 2051, TXC_BF16, 2, 16);
+        check_rows(7, 509, TXC_F32, 1, 16);
     }
     txc_kern_set_simd_level(-1);
     assert_int_equal(txc_threads_set(saved), TXC_OK);
