@@ -105,6 +105,24 @@ for r in rows:
     assert r["compilations"] == 0, r
 PY
 then ok "bench --batch rows (no compilation in the timed runs)"; else bad "bench --batch: $(cat "$tmp/out" "$tmp/err")"; fi
+# --profile: each batch's decode step by op and by GEMM shape, the timed run's 7 steps only (the head
+# (512 x 64) once a step for all B rows)
+"$TXC" bench --synthetic stories260k --batch 1,2 --new-tokens 8 --profile --json >"$tmp/out" 2>"$tmp/err"
+if [ $? -eq 0 ] && python3 - "$tmp/out" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["batch_rows"]
+for r in rows:
+    p, g = r["decode_profile"], r["decode_profile_gemm"]
+    assert p and 0 < sum(e["share"] for e in p) <= 1.0001, r
+    head = [e for e in g if e["N"] == 512 and e["K"] == 64]
+    assert head and head[0]["M"] == r["batch"] and head[0]["calls"] == 7, g
+PY
+then ok "bench --batch --profile --json: the decode step's GEMMs by shape, M = the batch"
+else bad "bench --batch --profile: $(cat "$tmp/out" "$tmp/err")"; fi
+"$TXC" bench --synthetic stories260k --batch 2 --new-tokens 8 --profile >"$tmp/out" 2>"$tmp/err"
+grep -qE "^batch 2 decode step, kernel time by op \([0-9.]+ ms over 7 steps; the [1-8] largest\): [a-z]" "$tmp/out" \
+  && grep -qE "^  aten::linear +2x512x64 +7 calls " "$tmp/out" \
+  && ok "bench --batch --profile table lines" || bad "bench --batch --profile table: $(cat "$tmp/out" "$tmp/err")"
 # --new-tokens too few for a step of the whole batch: an error, not a row of 0 tok/s
 expect_error "bench --batch 4 --new-tokens 1" "needs --new-tokens >= 2" \
   "$TXC" bench --synthetic stories260k --batch 1,4 --new-tokens 1

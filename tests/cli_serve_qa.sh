@@ -188,6 +188,48 @@ PY
   || bad "request deadline: $(cat "$tmp/slow")"
 serve_stop_ok slow
 
+# --- a stream starved past --timeout (queued behind one busy slot) ends with OpenAI's error event and
+# [DONE], not a 200 stream closed with neither: 32 streams of 500 tokens at once for 1 slot (eager, 1
+# thread), --timeout 1; the ones served in time are whole; the server still answers after them
+serve_start starve --model "$MODEL" --parallel 1 --max-queue 64 --timeout 1 --threads 1 --no-jit --max-cache-len 512 \
+  --no-compile-cache || exit 1
+python3 - "$PORT" >"$tmp/starve" 2>&1 <<'PY'
+import http.client, json, sys, threading
+port = int(sys.argv[1])
+body = json.dumps({"prompt": "Once upon a time", "max_tokens": 500, "ignore_eos": True, "temperature": 0,
+                   "stream": True})
+out = [None] * 32
+def one(i):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.request("POST", "/v1/completions", body=body, headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    out[i] = (r.status, [l for l in r.read().decode().split("\n") if l])
+ts = [threading.Thread(target=one, args=(i,)) for i in range(32)]
+for t in ts: t.start()
+for t in ts: t.join()
+starved = whole = 0
+for status, lines in out:
+    assert status == 200 and lines and lines[-1] == "data: [DONE]", (status, lines[-3:])
+    events = [json.loads(l[6:]) for l in lines[:-1]]
+    if "error" in events[-1]:
+        e = events[-1]["error"]
+        assert e["code"] == "timeout" and e["type"] == "server_error" and "--timeout (1 s)" in e["message"], e
+        assert all("error" not in x for x in events[:-1]), events
+        starved += 1
+    else:
+        assert events[-1]["choices"][0]["finish_reason"] == "length", events[-1]
+        assert len(events) > 100, len(events)  # (a token that adds no text has no event of its own)
+        whole += 1
+assert starved > 0 and whole > 0, (starved, whole)
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+c.request("GET", "/health")
+assert c.getresponse().status == 200
+print(starved, whole)
+PY
+[ $? -eq 0 ] && ok "streams starved past --timeout 1: an error event (503 timeout) then [DONE] ($(cut -d' ' -f1 "$tmp/starve") of 32; $(cut -d' ' -f2 "$tmp/starve") whole)" \
+  || bad "starved streams: $(tail -5 "$tmp/starve")"
+serve_stop_ok starve
+
 # --- flags the batch does not use are said so, once ----------------------------------------
 serve_start cc --model "$MODEL" --compile-cache "$tmp/cc" || exit 1
 grep -q "^txc serve: note: --compile-cache and --compile-cache-max-mb are not used here" "$tmp/cc.err" \

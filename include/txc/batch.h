@@ -223,6 +223,15 @@ typedef struct txc_batch_stats {
 } txc_batch_stats;
 txc_batch_stats txc_batch_get_stats(const txc_batch *b);
 
+/* Kernel-time profiling of the batch's compiled steps (`txc bench --batch
+ * --profile`): on, every kernel launch of the prefill and decode plans is
+ * timed from zero (txc_jit_set_profile on both jits); off keeps the counts.
+ * txc_batch_jit: the jit of the prefill (which = 0) or decode (which != 0)
+ * step, for txc_jit_get_profile / txc_jit_get_gemm_profile / txc_jit_get_stats;
+ * valid until txc_batch_free (its plans are not run with opts.jit false). */
+void txc_batch_set_profile(txc_batch *b, bool on);
+const txc_jit *txc_batch_jit(const txc_batch *b, int which);
+
 /* ---- convenience: a whole batch, as generate() on a left-padded batch ----
  * input_ids int32 (B, T) row-major, attention_mask uint8 (B, T) (1: a real
  * token; left padding: every row's zeros come first, then at least one 1),

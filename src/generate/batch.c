@@ -293,6 +293,14 @@ txc_batch_stats txc_batch_get_stats(const txc_batch *b)
     return s;
 }
 
+void txc_batch_set_profile(txc_batch *b, bool on)
+{
+    txc_jit_set_profile(b->jit[0], on);
+    txc_jit_set_profile(b->jit[1], on);
+}
+
+const txc_jit *txc_batch_jit(const txc_batch *b, int which) { return b->jit[which != 0]; }
+
 /* ---- requests -------------------------------------------------------------------- */
 
 /* The checks of txc_generator_run's sampling options, run on a dummy row

@@ -20,12 +20,22 @@
  * is faster). The reduction picks the formula by the column's tile in the
  * one-row kernel, so the bits are equal.
  *
+ * Where A does not fit L1 (4 or more rows and M * K * 4 bytes over
+ * ROWS_KB_A_BYTES: qwen2.5-0.5b's down_proj at 8 rows, K = 4864, A 152 KiB)
+ * the per-element accumulators are kept across blocks of k instead (rows_kb
+ * below): A in blocks of about ROWS_KB_BLOCK_BYTES (M rows x kc k) read
+ * from L1 by every column of a block of nc columns, 4 x 3 tiles (12
+ * accumulators, 3 B vectors, 4 A vectors loaded once each), each tile's 8
+ * lanes stored to a per-thread buffer between blocks of k and loaded again:
+ * the same fma chain per lane in k order, so the same bits. The next
+ * block of columns of B is prefetched while one is computed.
+ *
  * AVX-512 and the portable build: the one-row GEMV per row (its bits by
  * construction; B is then read once per row — a multi-row AVX-512 kernel
  * with gemv_tile512's order is not written here).
  *
- * Threads: columns in chunks of 16 (dynamic); a column's arithmetic does
- * not depend on its chunk. */
+ * Threads: columns in chunks of 16 (rows_kb: of nc; dynamic); a column's
+ * arithmetic does not depend on its chunk. */
 #include "ops/avx2_dot.h"
 #include "ops/kernels.h"
 #include "txc/threads.h"
@@ -111,8 +121,124 @@ TXC_AVX2 static void rows_avx2(txc_dtype dt, int64_t M, int64_t c0, int64_t c1, 
         rows_cols(TXC_F16, M, c0, c1, n4, K, A, lda, B, ldb, C, ldc);
 }
 
+/* ---- A blocked by k: accumulators kept across blocks (see the top) ---- */
+
+/* A over this many bytes (and 4 or more rows) takes rows_kb. */
+#define ROWS_KB_A_BYTES (32 * 1024)
+/* A's block: about this many bytes (M rows x kc k, kc a multiple of 8, at least 64). */
+#define ROWS_KB_BLOCK_BYTES (10 * 1024)
+/* B's block of nc columns: about this many bytes (nc a multiple of 3 in [3, ROWS_KB_NC_MAX]). */
+#define ROWS_KB_B_BYTES (96 * 1024)
+#define ROWS_KB_NC_MAX 48
+
+/* MR x NR (MR <= 4, NR <= 3; constants after inlining) over k in [k0, k1)
+ * (multiples of 8): element (i, j)'s 8 lanes at acc + (j * M + i) * 8,
+ * from zero when first. */
+TXC_INLINE_AVX2 void kb_tile(const int MR, const int NR, const int DT, bool first, int64_t k0, int64_t k1,
+                             const float *A, int64_t lda, const char *B, int64_t ldb, float *acc, int64_t M)
+{
+    const size_t es = DT == TXC_F32 ? 4 : 2;
+    __m256 c[12];
+    const char *b[3];
+    for (int j = 0; j < NR; j++)
+        b[j] = B + (size_t)(j * ldb) * es;
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++)
+            c[i * NR + j] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + (j * M + i) * 8);
+    for (int64_t k = k0; k < k1; k += 8) {
+        __m256 bv[3];
+        for (int j = 0; j < NR; j++)
+            bv[j] = ld8(b[j] + (size_t)k * es, DT);
+        for (int i = 0; i < MR; i++) {
+            __m256 a = _mm256_loadu_ps(A + i * lda + k);
+            __asm__("" : "+x"(a)); /* one load of A for the NR columns (not a memory operand of each fma) */
+            for (int j = 0; j < NR; j++)
+                c[i * NR + j] = _mm256_fmadd_ps(a, bv[j], c[i * NR + j]);
+        }
+    }
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++)
+            _mm256_storeu_ps(acc + (j * M + i) * 8, c[i * NR + j]);
+}
+
+#define KB_TILE_M(NR, DT)                                                                                     \
+    do {                                                                                                      \
+        int64_t i = 0;                                                                                        \
+        for (; i + 4 <= M; i += 4)                                                                            \
+            kb_tile(4, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * 8, M);                    \
+        switch (M - i) {                                                                                      \
+        case 3: kb_tile(3, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * 8, M); break;         \
+        case 2: kb_tile(2, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * 8, M); break;         \
+        case 1: kb_tile(1, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * 8, M); break;         \
+        default: break;                                                                                       \
+        }                                                                                                     \
+    } while (0)
+
+/* Columns [c0, c1) in blocks of nc, A in blocks of kc k; acc: nc * M * 8 floats. */
+TXC_INLINE_AVX2 void kb_cols(const int DT, int64_t M, int64_t c0, int64_t c1, int64_t n4, int64_t K, const float *A,
+                             int64_t lda, const char *B, int64_t ldb, float *C, int64_t ldc, float *acc, int64_t nc,
+                             int64_t kc)
+{
+    const size_t es = DT == TXC_F32 ? 4 : 2;
+    const int64_t K8 = K - K % 8, row_bytes = K * (int64_t)es;
+    for (int64_t jb = c0; jb < c1; jb += nc) {
+        const int64_t je = jb + nc < c1 ? jb + nc : c1;
+        /* the next block's rows of B, prefetched a few lines after each tile */
+        const char *pf_row = B + (size_t)(je * ldb) * es;
+        int64_t pf_off = 0, pf_rows = je + nc < c1 ? nc : c1 - je;
+        const int64_t tiles = ((K8 + kc - 1) / kc) * ((je - jb + 2) / 3);
+        const int64_t per = tiles ? (pf_rows * ((row_bytes + 63) / 64) + tiles - 1) / tiles : 0;
+        for (int64_t k0 = 0; k0 < K8; k0 += kc) {
+            const int64_t k1 = k0 + kc < K8 ? k0 + kc : K8;
+            const bool first = k0 == 0;
+            for (int64_t j = jb; j < je; j += 3) {
+                const char *bj = B + (size_t)(j * ldb) * es;
+                float *accj = acc + (j - jb) * M * 8;
+                switch (je - j) {
+                case 1: KB_TILE_M(1, DT); break;
+                case 2: KB_TILE_M(2, DT); break;
+                default: KB_TILE_M(3, DT); break;
+                }
+                for (int64_t p = 0; p < per && pf_rows > 0; p++) {
+                    _mm_prefetch(pf_row + pf_off, _MM_HINT_T0);
+                    pf_off += 64;
+                    if (pf_off >= row_bytes) {
+                        pf_off = 0;
+                        pf_row += (size_t)ldb * es;
+                        pf_rows--;
+                    }
+                }
+            }
+        }
+        /* the one-row kernel's reduction of each element, plus its scalar tail */
+        for (int64_t j = jb; j < je; j++) {
+            const char *bj = B + (size_t)(j * ldb) * es;
+            for (int64_t i = 0; i < M; i++) {
+                __m256 v = K8 ? _mm256_loadu_ps(acc + ((j - jb) * M + i) * 8) : _mm256_setzero_ps();
+                float t = 0.0f;
+                for (int64_t k = K8; k < K; k++)
+                    t += A[i * lda + k] * ld1(bj + (size_t)k * es, DT);
+                C[i * ldc + j] = (j < n4 ? rows_hsum8x4(v) : hsum8(v)) + t;
+            }
+        }
+    }
+}
+
+TXC_AVX2 static void kb_avx2(txc_dtype dt, int64_t M, int64_t c0, int64_t c1, int64_t n4, int64_t K, const float *A,
+                             int64_t lda, const void *B, int64_t ldb, float *C, int64_t ldc, float *acc, int64_t nc,
+                             int64_t kc)
+{
+    if (dt == TXC_F32)
+        kb_cols(TXC_F32, M, c0, c1, n4, K, A, lda, B, ldb, C, ldc, acc, nc, kc);
+    else if (dt == TXC_BF16)
+        kb_cols(TXC_BF16, M, c0, c1, n4, K, A, lda, B, ldb, C, ldc, acc, nc, kc);
+    else
+        kb_cols(TXC_F16, M, c0, c1, n4, K, A, lda, B, ldb, C, ldc, acc, nc, kc);
+}
+
 typedef struct rows_job {
     int64_t M, N, K, lda, ldb, ldc, chunk;
+    int64_t nc, kc; /* rows_kb's blocks; 0: the 4 x 2 / 8 x 1 tiles */
     const float *A;
     const void *B;
     txc_dtype bdt;
@@ -123,7 +249,13 @@ static void rows_task(void *ctx, int64_t t)
 {
     const rows_job *j = ctx;
     int64_t c0 = t * j->chunk, c1 = c0 + j->chunk < j->N ? c0 + j->chunk : j->N;
-    if (c0 < c1)
+    if (c0 >= c1)
+        return;
+    float *acc = j->nc ? txc_scratch((size_t)(j->nc * j->M * 8) * sizeof(float), TXC_SCRATCH_GEMM_PACK) : NULL;
+    if (acc)
+        kb_avx2(j->bdt, j->M, c0, c1, j->N - j->N % 4, j->K, j->A, j->lda, j->B, j->ldb, j->C, j->ldc, acc, j->nc,
+                j->kc);
+    else /* (no memory for the accumulators: the tiles that keep them in registers) */
         rows_avx2(j->bdt, j->M, c0, c1, j->N - j->N % 4, j->K, j->A, j->lda, j->B, j->ldb, j->C, j->ldc);
 }
 #endif
@@ -141,11 +273,18 @@ void txc_kern_gemv_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t
         return;
 #if TXC_HAVE_X86
     if (txc_kern_simd_level() == 1 && K > 0) {
-        rows_job j = {M, N, K, lda, ldb, ldc, N, A, B, bdt, C};
+        rows_job j = {M, N, K, lda, ldb, ldc, N, 0, 0, A, B, bdt, C};
+        if (M >= 4 && (double)M * (double)K * sizeof(float) > ROWS_KB_A_BYTES) {
+            const int64_t es = bdt == TXC_F32 ? 4 : 2;
+            j.kc = ROWS_KB_BLOCK_BYTES / (M * (int64_t)sizeof(float)) / 8 * 8;
+            j.kc = j.kc < 64 ? 64 : j.kc;
+            j.nc = ROWS_KB_B_BYTES / (K * es) / 3 * 3;
+            j.nc = j.nc < 3 ? 3 : j.nc > ROWS_KB_NC_MAX ? ROWS_KB_NC_MAX : j.nc;
+        }
         int threads = txc_threads_get();
         if (threads > 1 && (double)M * (double)N * (double)K >= ROWS_PAR_MIN_MACS && N >= 32) {
-            int64_t chunk = (N + threads * ROWS_CHUNKS - 1) / (threads * ROWS_CHUNKS);
-            j.chunk = (chunk + 15) / 16 * 16;
+            int64_t chunk = (N + threads * ROWS_CHUNKS - 1) / (threads * ROWS_CHUNKS), align = j.nc ? j.nc : 16;
+            j.chunk = (chunk + align - 1) / align * align;
             txc_parallel_for_dynamic((N + j.chunk - 1) / j.chunk, rows_task, &j);
         } else {
             rows_task(&j, 0);

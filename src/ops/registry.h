@@ -171,7 +171,8 @@ enum {
     TXC_SCRATCH_GEMM_B,    /* matmul/linear: right operand packed to f32 */
     TXC_SCRATCH_GEMM_C,    /* matmul/linear: f32 result before conversion */
     TXC_SCRATCH_ROW,       /* inside txc_kern_gemm_nt/nn; linear's bias after it */
-    TXC_SCRATCH_GEMM_PACK, /* inside txc_kern_gemm_nt: A packed to bf16 tiles (AMX), to 6-row f32 panels (AVX2) */
+    TXC_SCRATCH_GEMM_PACK, /* inside txc_kern_gemm_nt: A packed to bf16 tiles (AMX), to 6-row f32 panels (AVX2);
+                              the multi-row GEMV's k-blocked accumulators */
     TXC_SCRATCH_INDEX,     /* index tensors read as int64 */
     TXC_SCRATCH_NORM,      /* rms_norm/layer_norm rows and parameters */
     TXC_SCRATCH_REDUCE,    /* reductions' accumulators; softmax rows */

@@ -66,6 +66,7 @@ typedef struct conn {
     bool first_sent, final_sent, usage_sent, done_sent;
     char *pending;       /* the event being written */
     size_t n_pending, pending_at;
+    double t_out_ms;     /* when the stream last handed bytes out (or began) */
 } conn;
 
 /* The client closed its end (or the socket failed): recv() would return 0. */
@@ -263,10 +264,50 @@ static bool next_event(conn *c)
     return true;
 }
 
+/* A stream with nothing to send this long ends with an error event:
+ * libmicrohttpd closes a connection that sends nothing for --timeout s
+ * (MHD_OPTION_CONNECTION_TIMEOUT) — without the event the client would see
+ * a 200 stream end with neither an error nor [DONE]. A margin before that
+ * (a quarter of it, at most 0.5 s) for the event to be written. */
+static double stream_starved_ms(const txc_server *srv)
+{
+    double limit = (double)srv->o.idle_timeout_s * 1e3, margin = limit / 4 < 500 ? limit / 4 : 500;
+    return limit - margin;
+}
+
+/* The starved stream's error event (OpenAI's error object, status 503,
+ * code "timeout") into c->pending, then [DONE]; false without memory.
+ * srv->mu held. */
+static bool starved_event(conn *c)
+{
+    serve_error e;
+    const serve_request *r = c->req;
+    serve_fail(&e, 503, "server_error", NULL,
+               "no output within --timeout (%u s): the request %s; it was cancelled, retry later",
+               c->srv->o.idle_timeout_s,
+               r->state == SERVE_QUEUED ? "waited in the queue for a free slot" : "was starved of decode steps");
+    e.code = "timeout";
+    char *j = serve_error_json(&e), *ev = j ? malloc(strlen(j) + 9) : NULL;
+    if (ev)
+        sprintf(ev, "data: %s\n\n", j);
+    free(j);
+    if (!ev)
+        return false;
+    free(c->pending);
+    c->pending = ev;
+    c->n_pending = strlen(ev);
+    c->pending_at = 0;
+    c->final_sent = c->usage_sent = true; /* then [DONE] */
+    if (c->srv->o.verbose)
+        fprintf(stderr, "txc serve: 503 %s\n", e.message);
+    return true;
+}
+
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     conn *c = cls;
     txc_server *srv = c->srv;
+    bool starved = false;
     (void)pos;
     pthread_mutex_lock(&srv->mu);
     while (c->pending_at == c->n_pending) {
@@ -294,8 +335,19 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
             serve_cancel(srv, c->req);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
+        if (!c->final_sent && now_ms() - c->t_out_ms > stream_starved_ms(srv)) {
+            starved = starved_event(c);
+            if (!starved) {
+                pthread_mutex_unlock(&srv->mu);
+                serve_cancel(srv, c->req);
+                return MHD_CONTENT_READER_END_WITH_ERROR;
+            }
+        }
     }
     pthread_mutex_unlock(&srv->mu);
+    if (starved) /* the error event is out: the request stops costing work */
+        serve_cancel(srv, c->req);
+    c->t_out_ms = now_ms();
     size_t n = c->n_pending - c->pending_at;
     if (n > max)
         n = max;
@@ -371,6 +423,7 @@ static enum MHD_Result completion(struct MHD_Connection *mc, conn *c, serve_endp
     }
     if (r->stream) {
         c->req = r;
+        c->t_out_ms = now_ms();
         struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_reader, c, NULL);
         if (!resp) {
             serve_cancel(srv, r);

@@ -3,6 +3,7 @@
  * forward per token for all B rows), for each B of LIST. See
  * src/tools/bench_batch.h. */
 #include "tools/bench_batch.h"
+#include "tools/bench_profile.h"
 #include "tools/cli.h"
 #include "txc/batch.h"
 #include "txc/ops.h"
@@ -50,6 +51,7 @@ typedef struct batch_row {
     double decode_ms, prefill_ms, decode_cpu_ms;
     int64_t decode_tokens;
     int64_t compilations;
+    txc_bench_profile decode_prof; /* --profile: the timed run's decode step */
 } batch_row;
 
 /* B requests of the prompt (row r: the prompt with its first id shifted by
@@ -110,7 +112,8 @@ static txc_status run_batch(txc_batch *b, txc_model *model, int B, const int32_t
 }
 
 int txc_bench_batch(txc_model *model, const char *model_name, const int *sizes, int n_sizes, const int32_t *prompt,
-                    int64_t n_prompt, int64_t new_tokens, int64_t max_cache_len, bool json, const char *cpu, FILE *out)
+                    int64_t n_prompt, int64_t new_tokens, int64_t max_cache_len, bool json, const char *cpu,
+                    bool profile, FILE *out)
 {
     batch_row rows[TXC_BENCH_MAX_BATCHES];
     memset(rows, 0, sizeof rows);
@@ -135,8 +138,15 @@ int txc_bench_batch(txc_model *model, const char *model_name, const int *sizes, 
          * decode plan outside the timed run */
         batch_row warm = {0};
         txc_status st = run_batch(b, model, B, prompt, n_prompt, B + 1, &warm);
+        const uint64_t warm_calls = txc_jit_get_stats(txc_batch_jit(b, 1)).calls;
+        if (st == TXC_OK && profile)
+            txc_batch_set_profile(b, true); /* from zero, the timed run only */
         if (st == TXC_OK)
             st = run_batch(b, model, B, prompt, n_prompt, new_tokens, &rows[i]);
+        if (st == TXC_OK && profile && o.jit) {
+            txc_bench_profile_collect_jit(txc_batch_jit(b, 1), &rows[i].decode_prof);
+            rows[i].decode_prof.calls -= (int64_t)warm_calls; /* the timed run's steps */
+        }
         txc_batch_free(b);
         if (st != TXC_OK)
             return txc_cli_fail_in("--batch");
@@ -173,6 +183,7 @@ int txc_bench_batch(txc_model *model, const char *model_name, const int *sizes, 
                 cJSON_AddNumberToObject(o, "vs_batch_1", agg / base);
             cJSON_AddNumberToObject(o, "prefill_ms", r->prefill_ms);
             cJSON_AddNumberToObject(o, "compilations", (double)r->compilations);
+            txc_bench_profile_json(o, "decode_profile", &r->decode_prof, 0);
             cJSON_AddItemToArray(arr, o);
         }
         char *s = cJSON_PrintUnformatted(j);
@@ -193,6 +204,12 @@ int txc_bench_batch(txc_model *model, const char *model_name, const int *sizes, 
         if (base > 0)
             snprintf(vs, sizeof vs, "%.2fx", agg / base);
         fprintf(out, "%6d  %16.2f  %16.2f  %11s  %11.1f\n", r->B, agg, agg / r->B, vs, r->prefill_ms);
+    }
+    for (int i = 0; i < n_sizes; i++) { /* --profile: where each batch's decode step spends its kernel time */
+        char label[32], what[64];
+        snprintf(label, sizeof label, "batch %d", rows[i].B);
+        snprintf(what, sizeof what, "%lld steps", (long long)rows[i].decode_prof.calls);
+        txc_bench_profile_print(label, "decode", what, &rows[i].decode_prof, 0);
     }
     return 0;
 }

@@ -17,9 +17,12 @@ bool txc_bench_parse_batch_list(const char *s, int *sizes, int max, int *n);
  * aggregate decode tok/s (tokens of the steps where all B rows decode in
  * one forward / their wall time; new_tokens must exceed B for any), per-sequence tok/s (aggregate / B) and the
  * ratio to batch 1 (a table, or one JSON object with batch_rows) on `out`
- * (an in-process device but 0 passes its /dev/null). Returns
+ * (an in-process device but 0 passes its /dev/null). profile: the timed
+ * run's decode step kernel time by op and GEMM shape after the table
+ * (tools/bench_profile.h; "decode_profile" in each JSON row). Returns
  * the exit status (2 after one line on stderr). */
 int txc_bench_batch(txc_model *model, const char *model_name, const int *sizes, int n_sizes, const int32_t *prompt,
-                    int64_t n_prompt, int64_t new_tokens, int64_t max_cache_len, bool json, const char *cpu, FILE *out);
+                    int64_t n_prompt, int64_t new_tokens, int64_t max_cache_len, bool json, const char *cpu,
+                    bool profile, FILE *out);
 
 #endif

@@ -197,7 +197,8 @@ static void usage_bench(FILE *f)
             "  --profile            time each kernel of the compiled steps (two clock reads per\n"
             "                       kernel) and print, for the jit rows, the prefill and the decode\n"
             "                       step's kernel time by op, and their GEMMs' time by shape\n"
-            "                       (M x N x K, calls, ms, share, GFLOP/s and fraction of the peak)\n");
+            "                       (M x N x K, calls, ms, share, GFLOP/s and fraction of the peak);\n"
+            "                       with --batch, each batch's decode step (no peak fraction)\n");
 }
 
 /* ---- the machine ------------------------------------------------------------------ */
@@ -1108,7 +1109,7 @@ static int bench_body(void *ctx, const txc_cli_device *dev)
     bi.threads = txc_threads_get();
     if (n_batch_sizes > 0) { /* --batch: the batched decode rows instead of the table */
         int brc = txc_bench_batch(model, bi.model, batch_sizes, n_batch_sizes, prompt, (int64_t)n_prompt, new_tokens,
-                                  bi.max_cache_len, json, bi.cpu, dev->out);
+                                  bi.max_cache_len, json, bi.cpu, profile, dev->out);
         free(prompt);
         txc_model_free(model);
         return brc;

@@ -11,25 +11,30 @@
 
 #define ALL_KINDS 64
 
-void txc_bench_profile_collect(const txc_generator *gen, int which, txc_bench_profile *p)
+static void collect(const txc_generator *gen, int which, const txc_jit *jit, txc_bench_profile *p)
 {
     memset(p, 0, sizeof *p);
     txc_jit_op_time all[ALL_KINDS];
-    int n = txc_generator_jit_profile(gen, which, all, ALL_KINDS);
+    int n = jit ? txc_jit_get_profile(jit, all, ALL_KINDS) : txc_generator_jit_profile(gen, which, all, ALL_KINDS);
     n = n < ALL_KINDS ? n : ALL_KINDS;
     for (int i = 0; i < n; i++)
         p->total_ms += all[i].ms;
     p->n_op = n < TXC_BENCH_PROFILE_TOP ? n : TXC_BENCH_PROFILE_TOP;
     memcpy(p->op, all, sizeof(txc_jit_op_time) * (size_t)p->n_op);
     txc_jit_gemm_time shapes[TXC_JIT_PROFILE_GEMM_SHAPES + 1];
-    int ns = txc_generator_jit_gemm_profile(gen, which, shapes, TXC_JIT_PROFILE_GEMM_SHAPES + 1);
+    int ns = jit ? txc_jit_get_gemm_profile(jit, shapes, TXC_JIT_PROFILE_GEMM_SHAPES + 1)
+                 : txc_generator_jit_gemm_profile(gen, which, shapes, TXC_JIT_PROFILE_GEMM_SHAPES + 1);
     ns = ns < TXC_JIT_PROFILE_GEMM_SHAPES + 1 ? ns : TXC_JIT_PROFILE_GEMM_SHAPES + 1;
     for (int i = 0; i < ns; i++)
         p->gemm_ms += shapes[i].ms;
     p->n_gemm = ns < TXC_BENCH_PROFILE_GEMM_TOP ? ns : TXC_BENCH_PROFILE_GEMM_TOP;
     memcpy(p->gemm, shapes, sizeof(txc_jit_gemm_time) * (size_t)p->n_gemm);
-    p->calls = (int64_t)txc_generator_jit_stats(gen, which).calls;
+    p->calls = (int64_t)(jit ? txc_jit_get_stats(jit).calls : txc_generator_jit_stats(gen, which).calls);
 }
+
+void txc_bench_profile_collect(const txc_generator *gen, int which, txc_bench_profile *p) { collect(gen, which, NULL, p); }
+
+void txc_bench_profile_collect_jit(const txc_jit *jit, txc_bench_profile *p) { collect(NULL, 0, jit, p); }
 
 static double gemm_gflops(const txc_jit_gemm_time *g)
 {

@@ -23,6 +23,8 @@ typedef struct txc_bench_profile {
 /* The profile of the generator's prefill (which = 0) or decode (1) step
  * (txc_generator_set_profile must have been on for its calls). */
 void txc_bench_profile_collect(const txc_generator *gen, int which, txc_bench_profile *p);
+/* The same of one jit's calls (txc_jit_set_profile on for them): a batch's step (txc_batch_jit). */
+void txc_bench_profile_collect_jit(const txc_jit *jit, txc_bench_profile *p);
 
 /* The table lines: "<label> <step> step, kernel time by op (<ms> ms over
  * <what>; the N largest): op share%, ..." and, when GEMM shapes were timed,
