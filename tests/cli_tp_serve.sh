@@ -21,6 +21,7 @@ trap cleanup EXIT
 . "$(dirname "$0")/lib_cli.sh"
 . "$(dirname "$0")/lib_mpi.sh"
 
+. "$(dirname "$0")/lib_serve.sh"
 # start NAME LAUNCHER... -- ARGS...: the server in the background; PID (the launcher's) and PORT once it listens
 start() {
   local name=$1 launch=()
@@ -30,19 +31,8 @@ start() {
     shift
   done
   shift
-  "${launch[@]}" "$TXC" serve --model "$MODEL" --port 0 --parallel 4 --max-cache-len 256 --threads 1 \
-    --no-compile-cache "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
-  PID=$!
-  pids+=("$PID")
-  PORT=
-  for _ in $(seq 1 600); do
-    PORT=$(sed -n 's/^txc serve: listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$tmp/$name.err")
-    [ -n "$PORT" ] && return 0
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "server $name did not start: $(cat "$tmp/$name.err")"
-  return 1
+  serve_start_with "$name" "${launch[@]}" -- --model "$MODEL" --parallel 4 --max-cache-len 256 --threads 1 \
+    --no-compile-cache "$@"
 }
 # complete OUT BODY: POST /v1/completions, the body in $tmp/OUT
 complete() {

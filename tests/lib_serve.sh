@@ -8,7 +8,19 @@ serve_kill_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; }
 serve_start() {
   local name=$1
   shift
-  "$TXC" serve --port 0 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+  serve_start_with "$name" -- "$@"
+}
+# serve_start_with NAME LAUNCHER... -- ARGS...: serve_start under a launcher
+# (e.g. mpirun -np 2); PID is the launcher's.
+serve_start_with() {
+  local name=$1 launch=()
+  shift
+  while [ "$1" != "--" ]; do
+    launch+=("$1")
+    shift
+  done
+  shift
+  "${launch[@]}" "$TXC" serve --port 0 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
   PID=$!
   pids+=("$PID")
   PORT=
