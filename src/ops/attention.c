@@ -39,7 +39,6 @@
 #include "txc/threads.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -330,10 +329,6 @@ static void finish_row(float M, double Ls, float *acc, int64_t ne)
         acc[e] *= inv;
 }
 
-/* Workers free their kernel scratch when they exit. */
-static pthread_once_t exit_hook_once = PTHREAD_ONCE_INIT;
-static void set_exit_hook(void) { txc_threads_set_worker_exit(txc_scratch_free_all); }
-
 /* Split by key blocks, task t = (group t / n_blocks, block t % n_blocks):
  * the group's rows (one chunk) over the block, into parts[t]. */
 static void split_task(sdpa_ctx *c, int64_t t)
@@ -525,7 +520,6 @@ static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, con
         if (!c.parts)
             return txc_error(TXC_ERR_NOMEM, "aten::scaled_dot_product_attention: out of memory");
         if (threads > 1 && macs >= SDPA_SPLIT_PAR_MIN) {
-            pthread_once(&exit_hook_once, set_exit_hook);
             /* (static shares: every thread runs a task at every call, so
              * its scratch is sized at the first and nothing is allocated
              * later; the blocks are equal work) */
@@ -543,7 +537,6 @@ static txc_status cpu_sdpa(txc_tensor *out, txc_tensor *const *in, int n_in, con
         int64_t splits = n_groups >= threads ? 1 : (threads + n_groups - 1) / n_groups;
         c.splits = splits < n_chunks ? splits : n_chunks;
         c.n_chunks = n_chunks;
-        pthread_once(&exit_hook_once, set_exit_hook);
         txc_parallel_for(n_groups * c.splits, sdpa_task, &c);
     } else {
         c.splits = 1;

@@ -40,7 +40,6 @@
 #include "ops/kernels.h"
 #include "txc/threads.h"
 
-#include <pthread.h>
 #include <string.h>
 
 #if TXC_HAVE_X86
@@ -246,10 +245,6 @@ typedef struct rows_job {
     float *C;
 } rows_job;
 
-/* The workers' k-blocked scratch (rows_task) is freed when they exit. */
-static pthread_once_t exit_hook_once = PTHREAD_ONCE_INIT;
-static void set_exit_hook(void) { txc_threads_set_worker_exit(txc_scratch_free_all); }
-
 static void rows_task(void *ctx, int64_t t)
 {
     const rows_job *j = ctx;
@@ -290,7 +285,6 @@ void txc_kern_gemv_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t
         if (threads > 1 && (double)M * (double)N * (double)K >= ROWS_PAR_MIN_MACS && N >= 32) {
             int64_t chunk = (N + threads * ROWS_CHUNKS - 1) / (threads * ROWS_CHUNKS), align = j.nc ? j.nc : 16;
             j.chunk = (chunk + align - 1) / align * align;
-            pthread_once(&exit_hook_once, set_exit_hook);
             txc_parallel_for_dynamic((N + j.chunk - 1) / j.chunk, rows_task, &j);
         } else {
             rows_task(&j, 0);

@@ -657,12 +657,6 @@ static void gemm_task(void *ctx, int64_t t)
                        j->ldc);
 }
 
-/* Workers free their kernel scratch when they exit (the portable kernels
- * take a scratch row for half-precision weights, on whichever thread runs
- * the chunk). */
-static pthread_once_t exit_hook_once = PTHREAD_ONCE_INIT;
-static void set_exit_hook(void) { txc_threads_set_worker_exit(txc_scratch_free_all); }
-
 /* ---- grouped GEMV: the parts' rows in one index space, each part padded
  * to a multiple of 16 rows so that chunks (multiples of 16) start on the
  * row tiles a single call would use ------------------------------------------------- */
@@ -716,7 +710,6 @@ void txc_kern_gemv_group(int n_parts, const txc_gemv_part *parts, int64_t K, con
     j.start[n_parts] = rows;
     int64_t chunk = (rows + threads * GEMV_CHUNKS - 1) / (threads * GEMV_CHUNKS);
     j.chunk = round16(chunk);
-    pthread_once(&exit_hook_once, set_exit_hook);
     txc_parallel_for_dynamic((rows + j.chunk - 1) / j.chunk, gemv_group_task, &j);
 }
 
@@ -751,7 +744,6 @@ static void gemm_impl(bool nn, bool rows_invariant, int64_t M, int64_t N, int64_
          * may run any chunk (the portable kernel's scratch row is per thread). */
         int64_t chunk = (N + threads * GEMV_CHUNKS - 1) / (threads * GEMV_CHUNKS);
         chunk = (chunk + align - 1) / align * align;
-        pthread_once(&exit_hook_once, set_exit_hook);
         gemm_job j = {nn, M, N, K, chunk, A, lda, ldb, ldc, B, bdt, C};
         txc_parallel_for_dynamic((N + chunk - 1) / chunk, gemm_task, &j);
         return;
@@ -761,7 +753,6 @@ static void gemm_impl(bool nn, bool rows_invariant, int64_t M, int64_t N, int64_
         chunk = (chunk + align - 1) / align * align;
         int64_t n_tasks = (N + chunk - 1) / chunk;
         if (n_tasks > 1) {
-            pthread_once(&exit_hook_once, set_exit_hook);
             gemm_job j = {nn, M, N, K, chunk, A, lda, ldb, ldc, B, bdt, C};
             txc_parallel_for(n_tasks, gemm_task, &j);
             return;

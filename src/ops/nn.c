@@ -8,7 +8,6 @@
 #include "txc/threads.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -191,10 +190,6 @@ static void rms_task(void *ctx, int64_t t)
  * as alone: the split does not change a value). */
 #define RMS_PAR_MIN (64 * 1024)
 
-/* The workers' scratch (rms_task's rows) is freed when they exit. */
-static pthread_once_t exit_hook_once = PTHREAD_ONCE_INIT;
-static void set_exit_hook(void) { txc_threads_set_worker_exit(txc_scratch_free_all); }
-
 static txc_status cpu_rms_norm(txc_tensor *out, txc_tensor *const *in, int n_in, const txc_op_attrs *a)
 {
     const txc_tensor *x = in[0], *w = n_in > 1 ? in[1] : NULL;
@@ -217,7 +212,6 @@ static txc_status cpu_rms_norm(txc_tensor *out, txc_tensor *const *in, int n_in,
     rms_job j = {x, out, w ? wv : NULL, eps, D, rows, 0, 0};
     const int64_t tasks = 4 * (int64_t)threads;
     j.chunk = (rows + tasks - 1) / tasks;
-    pthread_once(&exit_hook_once, set_exit_hook);
     txc_parallel_for_dynamic((rows + j.chunk - 1) / j.chunk, rms_task, &j);
     if (atomic_load(&j.failed))
         return txc_error(TXC_ERR_NOMEM, "aten::rms_norm: out of memory");

@@ -2,7 +2,6 @@
  * kernels, and the GEMV/GEMM driver (see ops/quant_impl.h for the method
  * and its error bound). */
 #include <math.h>
-#include <pthread.h>
 #include <string.h>
 
 #include "core/impl.h"
@@ -325,9 +324,6 @@ static void qjob_task(void *ctx, int64_t t)
         qjob_rows(j, n0, n1);
 }
 
-static pthread_once_t exit_hook_once = PTHREAD_ONCE_INIT;
-static void set_exit_hook(void) { txc_threads_set_worker_exit(txc_scratch_free_all); }
-
 static txc_qdot_fn pick(txc_dtype dt)
 {
 #if TXC_HAVE_X86
@@ -364,7 +360,6 @@ txc_status txc_quant_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64
         int64_t per = M == 1 ? threads * QGEMV_CHUNKS : threads * 2;
         int64_t chunk = (N + per - 1) / per;
         j.chunk = (chunk + QGEMM_NB - 1) / QGEMM_NB * QGEMM_NB;
-        pthread_once(&exit_hook_once, set_exit_hook);
         txc_parallel_for_dynamic((N + j.chunk - 1) / j.chunk, qjob_task, &j);
         return TXC_OK;
     }
@@ -445,7 +440,6 @@ txc_status txc_quant_gemv_group(int n, const txc_qgemv_part *parts, int64_t K, c
     j.start[n] = rows;
     int64_t chunk = (rows + threads * QGEMV_CHUNKS - 1) / (threads * QGEMV_CHUNKS);
     j.chunk = chunk < 16 ? 16 : chunk;
-    pthread_once(&exit_hook_once, set_exit_hook);
     txc_parallel_for_dynamic((rows + j.chunk - 1) / j.chunk, qgroup_task, &j);
     return TXC_OK;
 }

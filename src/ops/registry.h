@@ -162,7 +162,9 @@ void txc_broadcast_strides(const txc_tensor *t, int ndim, const int64_t *shape, 
  * the largest size asked and is kept, so a kernel run again on the same
  * shapes (a compiled plan's steady state) allocates nothing. The buffer is
  * valid until the next call for the same slot on this thread; contents are
- * not preserved. NULL on out-of-memory (no error recorded). */
+ * not preserved. A pool worker's buffers are freed when it exits (the first
+ * allocation installs txc_scratch_free_all as txc_threads_set_worker_exit's
+ * hook). NULL on out-of-memory (no error recorded). */
 enum {
     TXC_SCRATCH_ATTENTION, /* sdpa: q/score/out chunks, packed K/V */
     TXC_SCRATCH_ATTN_PARTS, /* sdpa split by key blocks: each block's max, sum and P·V */

@@ -2,7 +2,10 @@
 #include "ops/registry.h"
 #include "txc/ops.h"
 
+#include "txc/threads.h"
+
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 static int rank(txc_dtype d)
@@ -78,6 +81,11 @@ static _Thread_local struct {
     size_t size;
 } scratch[TXC_SCRATCH_SLOTS];
 
+/* Scratch made on a pool worker is freed when the worker exits: the hook is
+ * installed by the first allocation (txc_threads_set_worker_exit). */
+static pthread_once_t exit_hook_once = PTHREAD_ONCE_INIT;
+static void set_exit_hook(void) { txc_threads_set_worker_exit(txc_scratch_free_all); }
+
 void *txc_scratch(size_t bytes, int slot)
 {
     if (slot < 0 || slot >= TXC_SCRATCH_SLOTS)
@@ -87,6 +95,7 @@ void *txc_scratch(size_t bytes, int slot)
     size_t size = (bytes + 63) & ~(size_t)63;
     if (size < bytes)
         return NULL;
+    pthread_once(&exit_hook_once, set_exit_hook);
     void *p = aligned_alloc(64, size ? size : 64);
     if (!p)
         return NULL;
