@@ -489,7 +489,7 @@ static char *utf8_scrub(const char *s)
     return t;
 }
 
-char *serve_error_json(const serve_error *e)
+static cJSON *error_object(const serve_error *e)
 {
     cJSON *root = cJSON_CreateObject(), *err = cJSON_AddObjectToObject(root, "error");
     char *msg = utf8_scrub(e->message);
@@ -504,6 +504,12 @@ char *serve_error_json(const serve_error *e)
         cJSON_AddStringToObject(err, "code", e->code);
     else
         cJSON_AddNullToObject(err, "code");
+    return root;
+}
+
+char *serve_error_json(const serve_error *e)
+{
+    cJSON *root = error_object(e);
     char *s = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     return s;
@@ -716,6 +722,8 @@ char *serve_sse_chunk(const serve_context *c, const serve_request *r, size_t tex
         cJSON_AddNullToObject(root, "usage"); /* OpenAI: null on every chunk but the last */
     return sse(root);
 }
+
+char *serve_sse_error(const serve_error *e) { return sse(error_object(e)); }
 
 char *serve_sse_usage(const serve_context *c, const serve_request *r)
 {

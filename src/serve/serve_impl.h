@@ -143,6 +143,9 @@ char *serve_response_json(const serve_context *c, const serve_request *r);
 char *serve_sse_chunk(const serve_context *c, const serve_request *r, size_t text_from, size_t text_to,
                       int64_t tok_from, int64_t tok_to, bool first, bool final);
 char *serve_sse_usage(const serve_context *c, const serve_request *r);
+/* An error after a stream began, as OpenAI streams it: the error object
+ * (serve_error_json) as one SSE event; the caller sends [DONE] after it. */
+char *serve_sse_error(const serve_error *e);
 #define SERVE_SSE_DONE "data: [DONE]\n\n"
 char *serve_models_json(const serve_context *c);
 /* The served model's object alone (GET /v1/models/{model}: OpenAI's "retrieve model"). */

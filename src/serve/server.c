@@ -221,10 +221,7 @@ static bool next_event(conn *c)
     bool done = r->state == SERVE_DONE;
     if (done && r->err.status && !c->final_sent) {
         /* an error after the stream began: an error event (as OpenAI's), then [DONE] */
-        char *j = serve_error_json(&r->err);
-        if (j && (ev = malloc(strlen(j) + 9)))
-            sprintf(ev, "data: %s\n\n", j);
-        free(j);
+        ev = serve_sse_error(&r->err);
         c->final_sent = c->usage_sent = true;
     } else if (!c->final_sent) {
         /* one event per token: the next token that added text or logprobs */
@@ -287,10 +284,7 @@ static bool starved_event(conn *c)
                c->srv->o.idle_timeout_s,
                r->state == SERVE_QUEUED ? "waited in the queue for a free slot" : "was starved of decode steps");
     e.code = "timeout";
-    char *j = serve_error_json(&e), *ev = j ? malloc(strlen(j) + 9) : NULL;
-    if (ev)
-        sprintf(ev, "data: %s\n\n", j);
-    free(j);
+    char *ev = serve_sse_error(&e);
     if (!ev)
         return false;
     free(c->pending);
