@@ -22,18 +22,8 @@ trap cleanup EXIT
 . "$(dirname "$0")/lib_mpi.sh"
 
 . "$(dirname "$0")/lib_serve.sh"
-# start NAME LAUNCHER... -- ARGS...: the server in the background; PID (the launcher's) and PORT once it listens
-start() {
-  local name=$1 launch=()
-  shift
-  while [ "$1" != "--" ]; do
-    launch+=("$1")
-    shift
-  done
-  shift
-  serve_start_with "$name" "${launch[@]}" -- --model "$MODEL" --parallel 4 --max-cache-len 256 --threads 1 \
-    --no-compile-cache "$@"
-}
+# every server: the model, 4 slots, one thread each (serve_start_with NAME LAUNCHER... -- ARGS...)
+SERVE_ARGS=(--model "$MODEL" --parallel 4 --max-cache-len 256 --threads 1 --no-compile-cache)
 # complete OUT BODY: POST /v1/completions, the body in $tmp/OUT
 complete() {
   curl -s -o "$tmp/$1" -H 'Content-Type: application/json' --data-binary "$2" "http://127.0.0.1:$PORT/v1/completions"
@@ -69,13 +59,13 @@ requests() {
   complete "$1.stop" '{"prompt": "Once upon a time", "max_tokens": 60, "stop": ["."]}'
 }
 
-start one env -- || exit 1
+serve_start_with one -- || exit 1
 ONE=$PID
 requests one
 kill -TERM "$ONE"
 wait "$ONE"
 
-start tp mpirun --allow-run-as-root --oversubscribe -np 2 -- --tp 2 || exit 1
+serve_start_with tp mpirun --allow-run-as-root --oversubscribe -np 2 -- --tp 2 || exit 1
 TP=$PID
 requests tp
 for k in plain stream seed par1 par2 par3 stop; do
@@ -119,7 +109,7 @@ else
 fi
 
 # idle longer than the collective deadline, then a request, then SIGTERM to mpirun
-TXC_COLLECTIVE_TIMEOUT=5 start tp2 mpirun --allow-run-as-root --oversubscribe -np 2 -- --tp 2 || exit 1
+TXC_COLLECTIVE_TIMEOUT=5 serve_start_with tp2 mpirun --allow-run-as-root --oversubscribe -np 2 -- --tp 2 || exit 1
 complete tp2.warm '{"prompt": "Once upon a time", "max_tokens": 4}' # (the plans compiled)
 sleep 6
 complete tp2.plain '{"prompt": "Once upon a time", "max_tokens": 40}'
@@ -137,7 +127,7 @@ else
 fi
 
 # a rank killed: the job ends with a nonzero status, not a hang
-TXC_COLLECTIVE_TIMEOUT=5 start tp3 mpirun --allow-run-as-root --oversubscribe -np 2 -- --tp 2 || exit 1
+TXC_COLLECTIVE_TIMEOUT=5 serve_start_with tp3 mpirun --allow-run-as-root --oversubscribe -np 2 -- --tp 2 || exit 1
 r1=$(rank_pid "$PID" 1)
 [ -n "$r1" ] && kill -9 "$r1"
 complete tp3.plain '{"prompt": "Once upon a time", "max_tokens": 40}' &

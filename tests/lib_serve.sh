@@ -11,7 +11,8 @@ serve_start() {
   serve_start_with "$name" -- "$@"
 }
 # serve_start_with NAME LAUNCHER... -- ARGS...: serve_start under a launcher
-# (e.g. mpirun -np 2); PID is the launcher's.
+# (e.g. mpirun -np 2; none: NAME -- ARGS); PID is the launcher's. The
+# array SERVE_ARGS, when set, goes before ARGS (a test's common flags).
 serve_start_with() {
   local name=$1 launch=()
   shift
@@ -20,7 +21,7 @@ serve_start_with() {
     shift
   done
   shift
-  "${launch[@]}" "$TXC" serve --port 0 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+  ${launch[@]+"${launch[@]}"} "$TXC" serve --port 0 ${SERVE_ARGS[@]+"${SERVE_ARGS[@]}"} "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
   PID=$!
   pids+=("$PID")
   PORT=
