@@ -31,28 +31,14 @@
 #include "txc/shard.h"
 #include "txc/threads.h"
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static char failure[2048];
+#define CHECK TU_DEVICE_CHECK
 
-#define CHECK(cond, ...)                                                                                             \
-    do {                                                                                                             \
-        if (!(cond)) {                                                                                               \
-            pthread_mutex_lock(&lock);                                                                               \
-            if (!failure[0]) {                                                                                       \
-                int o_ = snprintf(failure, sizeof failure, "device %d, line %d: ", txc_device_index(), __LINE__);    \
-                snprintf(failure + o_, sizeof failure - (size_t)o_, __VA_ARGS__);                                    \
-            }                                                                                                        \
-            pthread_mutex_unlock(&lock);                                                                             \
-            return 1;                                                                                                \
-        }                                                                                                            \
-    } while (0)
-
-static void reset(void) { failure[0] = 0; }
+static void reset(void) { tu_device_failure[0] = 0; }
 
 static void assert_no_failure(txc_status s)
 {
-    if (failure[0])
-        fail_msg("%s", failure);
+    if (tu_device_failure[0])
+        fail_msg("%s", tu_device_failure);
     if (s != TXC_OK)
         fail_msg("txc_devices_run: %s", txc_last_error());
 }
@@ -218,8 +204,8 @@ static void test_failure(void **state)
     reset();
     int rcs[2];
     txc_status s = txc_devices_run(2, NULL, fail_fn, NULL, rcs);
-    if (failure[0])
-        fail_msg("%s", failure);
+    if (tu_device_failure[0])
+        fail_msg("%s", tu_device_failure);
     assert_int_equal(s, TXC_ERR_IO);
     assert_int_equal(rcs[1], 2);
     assert_int_equal(rcs[0], 2);

@@ -29,21 +29,7 @@
 #include "txc/ops.h"
 #include "txc/shard.h"
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static char failure[2048];
-
-#define CHECK(cond, ...)                                                                                             \
-    do {                                                                                                             \
-        if (!(cond)) {                                                                                               \
-            pthread_mutex_lock(&lock);                                                                               \
-            if (!failure[0]) {                                                                                       \
-                int o_ = snprintf(failure, sizeof failure, "device %d, line %d: ", txc_device_index(), __LINE__);    \
-                snprintf(failure + o_, sizeof failure - (size_t)o_, __VA_ARGS__);                                    \
-            }                                                                                                        \
-            pthread_mutex_unlock(&lock);                                                                             \
-            return 1;                                                                                                \
-        }                                                                                                            \
-    } while (0)
+#define CHECK TU_DEVICE_CHECK
 
 #define TRY(call) CHECK((call) == 0, "in " #call)
 
@@ -461,11 +447,11 @@ static int run_cases(void *ctx, int device)
         rc = cases[i].fn(env, mesh);
         txc_env_scope_end(env, mark);
         if (rc) {
-            pthread_mutex_lock(&lock);
-            size_t l = strlen(failure);
-            if (!strstr(failure, " [case "))
-                snprintf(failure + l, sizeof failure - l, " [case %s]", cases[i].name);
-            pthread_mutex_unlock(&lock);
+            pthread_mutex_lock(&tu_device_lock);
+            size_t l = strlen(tu_device_failure);
+            if (!strstr(tu_device_failure, " [case "))
+                snprintf(tu_device_failure + l, sizeof tu_device_failure - l, " [case %s]", cases[i].name);
+            pthread_mutex_unlock(&tu_device_lock);
         }
     }
     txc_mesh_free(mesh);
@@ -474,14 +460,14 @@ static int run_cases(void *ctx, int device)
 
 static void check_devices(int n)
 {
-    failure[0] = 0;
+    tu_device_failure[0] = 0;
     txc_status s;
     if (txc_process_count() > 1) /* under mpirun: this rank is one device */
         s = run_cases(NULL, txc_process_index()) ? TXC_ERR_INTERNAL : TXC_OK;
     else
         s = txc_devices_run(n, NULL, run_cases, NULL, NULL);
-    if (failure[0])
-        fail_msg("%d devices: %s", txc_device_count() > 1 ? txc_device_count() : n, failure);
+    if (tu_device_failure[0])
+        fail_msg("%d devices: %s", txc_device_count() > 1 ? txc_device_count() : n, tu_device_failure);
     if (s != TXC_OK)
         fail_msg("%s", txc_last_error());
 }

@@ -1,4 +1,5 @@
 #include "testutil.h"
+#include "txc/shard.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -354,3 +355,19 @@ int posix_memalign(void **p, size_t al, size_t n)
     return *p ? 0 : 12; /* ENOMEM */
 }
 #endif
+
+pthread_mutex_t tu_device_lock = PTHREAD_MUTEX_INITIALIZER;
+char tu_device_failure[2048];
+
+void tu_device_fail(int line, const char *fmt, ...)
+{
+    pthread_mutex_lock(&tu_device_lock);
+    if (!tu_device_failure[0]) {
+        int o = snprintf(tu_device_failure, sizeof tu_device_failure, "device %d, line %d: ", txc_device_index(), line);
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(tu_device_failure + o, sizeof tu_device_failure - (size_t)o, fmt, ap);
+        va_end(ap);
+    }
+    pthread_mutex_unlock(&tu_device_lock);
+}

@@ -2,6 +2,7 @@
 #ifndef TXC_TESTUTIL_H
 #define TXC_TESTUTIL_H
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,8 +29,6 @@ void tu_rm_rf(const char *dir);
  * LayerNorms and the two c_proj biases (replicated). */
 struct txc_hf_config;
 size_t tu_gpt2_tp_param_bytes(const struct txc_hf_config *c, int n);
-
-#endif
 
 /* ---- counting the heap ------------------------------------------------------
  * testutil.c wraps malloc, calloc, realloc, free (of non-NULL), aligned_alloc,
@@ -70,3 +69,20 @@ void tu_assert_tensor_close(const char *what, const txc_tensor *t, const cJSON *
  * in the number item's valuestring (read exactly by the fixture helpers).
  * Caller frees with cJSON_Delete. */
 cJSON *tu_load_json(const char *rel);
+
+/* Device threads (txc_devices_run) cannot call cmocka's asserts: the first
+ * failure of any thread is kept in tu_device_failure (written under
+ * tu_device_lock, prefixed "device D, line L: ") and the test asserts on
+ * it after the run. TU_DEVICE_CHECK returns 1 from the device function. */
+extern pthread_mutex_t tu_device_lock;
+extern char tu_device_failure[2048];
+void tu_device_fail(int line, const char *fmt, ...);
+#define TU_DEVICE_CHECK(cond, ...)                                                                                   \
+    do {                                                                                                             \
+        if (!(cond)) {                                                                                               \
+            tu_device_fail(__LINE__, __VA_ARGS__);                                                                   \
+            return 1;                                                                                                \
+        }                                                                                                            \
+    } while (0)
+
+#endif
