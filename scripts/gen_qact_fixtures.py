@@ -23,11 +23,14 @@ Needs: numpy.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ggml_driver  # noqa: E402
+from ggml_driver import ggml_quantize, hexf  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # ggml_type ids (ggml.h)
@@ -59,22 +62,7 @@ int main(void) {
 
 
 def build_driver(src, build, tmp):
-    libs = [os.path.join(build, "ggml", "src", n) for n in ("libggml-cpu.a", "libggml-base.a")]
-    inc = os.path.join(src, "ggml", "include")
-    if not all(os.path.exists(x) for x in libs) or not os.path.isdir(inc):
-        sys.exit(f"gen_qact_fixtures: need llama.cpp's {' and '.join(libs)} and {inc} (see --help)")
-    c = os.path.join(tmp, "driver.c")
-    exe = os.path.join(tmp, "driver")
-    with open(c, "w") as f:
-        f.write(DRIVER)
-    subprocess.run(["cc", "-O1", c, "-I", inc, *libs, "-lstdc++", "-lm", "-lpthread", "-fopenmp", "-o", exe],
-                   check=True)
-    return exe
-
-
-def ggml_quantize(exe, type_id, x):
-    inp = np.array([type_id], np.int32).tobytes() + np.array([x.size], np.int64).tobytes() + x.tobytes()
-    return subprocess.run([exe], input=inp, capture_output=True, check=True).stdout
+    return ggml_driver.build_driver("gen_qact_fixtures", DRIVER, src, build, ("libggml-cpu.a", "libggml-base.a"), tmp)
 
 
 def rows(rng, n):
@@ -108,10 +96,6 @@ def rows(rng, n):
             d = np.float32(np.abs(b).max()) / np.float32(127)
             assert d < 65504 and (d == 0 or abs(d * np.round(b / d).sum()) < 65504)
     return out
-
-
-def hexf(a):
-    return np.ascontiguousarray(a, dtype="<f4").tobytes().hex()
 
 
 def main():

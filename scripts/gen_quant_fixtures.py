@@ -24,13 +24,16 @@ Needs: pip install gguf numpy (0.19.0 was used).
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 from gguf import GGMLQuantizationType as T
 from gguf import quants
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ggml_driver  # noqa: E402
+from ggml_driver import ggml_quantize, hexf  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TYPES = [("q8_0", T.Q8_0), ("q4_0", T.Q4_0), ("q4_1", T.Q4_1), ("q5_0", T.Q5_0), ("q5_1", T.Q5_1),
@@ -59,22 +62,7 @@ int main(void) {
 
 
 def build_driver(src, build, tmp):
-    lib = os.path.join(build, "ggml", "src", "libggml-base.a")
-    inc = os.path.join(src, "ggml", "include")
-    if not os.path.exists(lib) or not os.path.isdir(inc):
-        sys.exit(f"gen_quant_fixtures: need llama.cpp's {lib} and {inc} (see --help)")
-    c = os.path.join(tmp, "driver.c")
-    exe = os.path.join(tmp, "driver")
-    with open(c, "w") as f:
-        f.write(DRIVER)
-    subprocess.run(["cc", "-O1", c, "-I", inc, lib, "-lstdc++", "-lm", "-lpthread", "-fopenmp", "-o", exe],
-                   check=True)
-    return exe
-
-
-def ggml_quantize(exe, qtype, x):
-    inp = np.array([int(qtype)], np.int32).tobytes() + np.array([x.size], np.int64).tobytes() + x.tobytes()
-    return subprocess.run([exe], input=inp, capture_output=True, check=True).stdout
+    return ggml_driver.build_driver("gen_quant_fixtures", DRIVER, src, build, ("libggml-base.a",), tmp)
 
 
 def random_blocks(rng, qtype, n_blocks):
@@ -95,10 +83,6 @@ def test_input(rng, n):
     x[100] = 3.0                       # an outlier
     x[160:192] = np.abs(x[160:192])    # a positive block (min > 0)
     return x
-
-
-def hexf(a):
-    return np.ascontiguousarray(a, dtype="<f4").tobytes().hex()
 
 
 def main():
