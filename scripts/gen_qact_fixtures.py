@@ -38,27 +38,13 @@ TYPES = [("q8_0", 8), ("q8_1", 9), ("q8_K", 15)]
 # bytes of one block of QK elements: q8_0 34/32, q8_1 36/32, q8_K 292/256 (ggml-common.h)
 BLOCK = {"q8_0": (32, 34), "q8_1": (32, 36), "q8_K": (256, 292)}
 
-DRIVER = r"""
-#include <stdio.h>
-#include <stdlib.h>
-#include "ggml.h"
-#include "ggml-cpu.h"
-/* stdin: int type, int64 n, n float32; stdout: the row as the CPU backend's from_float quantizes it */
-int main(void) {
-    int type; long long n;
-    if (fread(&type, 4, 1, stdin) != 1 || fread(&n, 8, 1, stdin) != 1) return 2;
-    float *x = malloc((size_t)n * 4);
-    if (fread(x, 4, (size_t)n, stdin) != (size_t)n) return 2;
-    ggml_cpu_init();
+DRIVER = ggml_driver.driver_source(
+    "the row as the CPU backend's from_float quantizes it",
+    """    ggml_cpu_init();
     const struct ggml_type_traits_cpu *t = ggml_get_type_traits_cpu((enum ggml_type)type);
     if (!t || !t->from_float) return 3;
-    size_t bytes = ggml_row_size((enum ggml_type)type, n);
-    void *y = calloc(1, bytes);
-    t->from_float(x, y, n);
-    fwrite(y, 1, bytes, stdout);
-    return 0;
-}
-"""
+    t->from_float(x, y, n);""",
+    includes='#include "ggml-cpu.h"')
 
 
 def build_driver(src, build, tmp):

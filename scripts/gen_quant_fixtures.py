@@ -42,23 +42,9 @@ TYPES = [("q8_0", T.Q8_0), ("q4_0", T.Q4_0), ("q4_1", T.Q4_1), ("q5_0", T.Q5_0),
 F16_FIELDS = {T.Q8_0: [0], T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2],
               T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208]}
 
-DRIVER = r"""
-#include <stdio.h>
-#include <stdlib.h>
-#include "ggml.h"
-/* stdin: int type, int64 n, n float32; stdout: the quantized bytes */
-int main(void) {
-    int type; long long n;
-    if (fread(&type, 4, 1, stdin) != 1 || fread(&n, 8, 1, stdin) != 1) return 2;
-    float *x = malloc((size_t)n * 4);
-    if (fread(x, 4, (size_t)n, stdin) != (size_t)n) return 2;
-    size_t bytes = ggml_row_size((enum ggml_type)type, n);
-    void *y = calloc(1, bytes);
-    ggml_quantize_chunk((enum ggml_type)type, x, y, 0, 1, n, NULL);
-    fwrite(y, 1, bytes, stdout);
-    return 0;
-}
-"""
+DRIVER = ggml_driver.driver_source(
+    "the quantized bytes",
+    "    ggml_quantize_chunk((enum ggml_type)type, x, y, 0, 1, n, NULL);")
 
 
 def build_driver(src, build, tmp):

@@ -12,6 +12,33 @@ import sys
 import numpy as np
 
 
+_FRAME = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "ggml.h"
+%(includes)s
+/* stdin: int type, int64 n, n float32; stdout: %(what)s */
+int main(void) {
+    int type; long long n;
+    if (fread(&type, 4, 1, stdin) != 1 || fread(&n, 8, 1, stdin) != 1) return 2;
+    float *x = malloc((size_t)n * 4);
+    if (fread(x, 4, (size_t)n, stdin) != (size_t)n) return 2;
+    size_t bytes = ggml_row_size((enum ggml_type)type, n);
+    void *y = calloc(1, bytes);
+%(quantize)s
+    fwrite(y, 1, bytes, stdout);
+    return 0;
+}
+"""
+
+
+def driver_source(what, quantize, includes=""):
+    """The driver's C source: the stdin/stdout framing around `quantize`, C statements that
+    write the row x (n float32, ggml type `type`) quantized into y (bytes of them; return 3
+    when the type cannot be quantized)."""
+    return _FRAME % {"includes": includes, "what": what, "quantize": quantize}
+
+
 def build_driver(who, driver_c, src, build, lib_names, tmp):
     """Compile driver_c against llama.cpp's headers (src) and static libs (build/ggml/src/NAME).
 
