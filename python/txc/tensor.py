@@ -714,13 +714,6 @@ def _var(env, func, b):
     return env.wrap(out if dt is None or t2x_dtype(dt) == out.dtype else _C.call("to_dtype", out, t2x_dtype(dt)))
 
 
-_SPECIAL = {
-    "detach.default": _same, "alias.default": _same,
-    "copy_.default": _copy_, "fill_.Scalar": _fill_, "zero_.default": _zero_,
-    "_local_scalar_dense.default": _item,
-    "max.dim": _max_dim, "add.Tensor": _add_alpha, "sub.Tensor": _add_alpha, "squeeze.dims": _squeeze_dims,
-    "split_with_sizes.default": _split_with_sizes, "split.Tensor": _split,
-}
 def _broadcast_in_dim(env, func, b):
     """prims::broadcast_in_dim(a, shape, broadcast_dimensions): a's dim i becomes dim
     broadcast_dimensions[i] of `shape`, the others size 1, then expanded (torch._refs)."""
@@ -731,4 +724,11 @@ def _broadcast_in_dim(env, func, b):
     return env.wrap(_C.call("expand", _C.call("reshape", x, mid), shape))
 
 
+_SPECIAL = {
+    "detach.default": _same, "alias.default": _same,
+    "copy_.default": _copy_, "fill_.Scalar": _fill_, "zero_.default": _zero_,
+    "_local_scalar_dense.default": _item,
+    "max.dim": _max_dim, "add.Tensor": _add_alpha, "sub.Tensor": _add_alpha, "squeeze.dims": _squeeze_dims,
+    "split_with_sizes.default": _split_with_sizes, "split.Tensor": _split,
+}
 _PRIMS_SPECIAL = {"var.default": _var, "broadcast_in_dim.default": _broadcast_in_dim}
