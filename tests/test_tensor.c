@@ -743,10 +743,26 @@ static void test_accessors_and_0d(void **state)
     txc_storage_release(NULL);
 }
 
+/* txc_error_replace wrapping the recorded message in context (status.h):
+ * its argument is the record's own buffer. */
+static void test_error_replace_wraps_last_error(void **state)
+{
+    (void)state;
+    txc_clear_error();
+    assert_int_equal(txc_error(TXC_ERR_INVALID, "batch: slot %d is not busy", 3), TXC_ERR_INVALID);
+    assert_int_equal(txc_error(TXC_ERR_IO, "ignored: %s", "a second error"), TXC_ERR_IO);
+    assert_string_equal(txc_last_error(), "batch: slot 3 is not busy");
+    txc_error_replace(TXC_ERR_FORMAT, "rank %d (cancel): %s", 1, txc_last_error());
+    assert_string_equal(txc_last_error(), "rank 1 (cancel): batch: slot 3 is not busy");
+    assert_int_equal(txc_last_status(), TXC_ERR_FORMAT);
+    txc_clear_error();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wrap_unwrap_zero_copy),
+        cmocka_unit_test(test_error_replace_wraps_last_error),
         cmocka_unit_test(test_views_strides_like_torch),
         cmocka_unit_test(test_reshape_copies_when_needed),
         cmocka_unit_test(test_storage_owned_and_external),

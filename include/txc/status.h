@@ -41,7 +41,8 @@ void txc_clear_error(void);
 
 /* Record an error (printf-style message) unless one is already recorded,
  * and return `status`, so that `return txc_error(TXC_ERR_IO, "...")` works.
- * Use txc_error_replace() to overwrite an earlier message. */
+ * Use txc_error_replace() to overwrite an earlier message (its arguments may
+ * include txc_last_error() itself, to wrap it in context). */
 txc_status txc_error(txc_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 txc_status txc_error_replace(txc_status status, const char *fmt, ...)

@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char last_msg[1024];
 static _Thread_local txc_status last_status = TXC_OK;
@@ -16,9 +17,13 @@ void txc_clear_error(void)
     last_status = TXC_OK;
 }
 
+/* (formatted aside first: an argument may be txc_last_error() itself, as in
+ * txc_error_replace(s, "context: %s", txc_last_error())) */
 static txc_status record(txc_status status, const char *fmt, va_list ap)
 {
-    vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+    char msg[sizeof last_msg];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    memcpy(last_msg, msg, sizeof msg);
     last_status = status;
     return status;
 }
