@@ -254,5 +254,18 @@ txc_status serve_tp_step(txc_server *srv, struct txc_batch *b, struct txc_batch_
                          int *n_events);
 void serve_tp_idle_wait(txc_server *srv);
 void serve_tp_end(txc_server *srv);
+/* The records of one step message (tp_serve.c's header comment), words as
+ * int64: ADD slot n_input <SERVE_TP_REQ_WORDS words: the txc_batch_request
+ * as bytes> ids..., CANCEL slot, EVENTS n (slot token finish)*n. A rank
+ * but 0 replays w[0..n) on its batch `b` (txc_batch_add / _cancel; EVENTS
+ * compared with `last`, its own previous step's n_last events). Errors:
+ * TXC_ERR_FORMAT (a malformed record: an unknown kind, a count past the
+ * message), TXC_ERR_INVALID (out of step with rank 0: another slot, other
+ * events), the batch's own error for a request it refuses, TXC_ERR_NOMEM;
+ * each message names `rank`. (Fuzzed: fuzz/fuzz_tp_step.c.) */
+enum { SERVE_TP_REC_ADD = 1, SERVE_TP_REC_CANCEL, SERVE_TP_REC_EVENTS };
+#define SERVE_TP_REQ_WORDS ((int64_t)((sizeof(struct txc_batch_request) + 7) / 8))
+txc_status serve_tp_follow_records(struct txc_batch *b, const int64_t *w, int64_t n,
+                                   const struct txc_batch_event *last, int n_last, int rank);
 
 #endif

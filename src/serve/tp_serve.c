@@ -37,9 +37,10 @@
 #define MSG_WORDS 64
 #define IDLE_MS 50
 enum { MSG_HELLO = 1, MSG_STEP, MSG_IDLE, MSG_EXIT };
-enum { REC_ADD = 1, REC_CANCEL, REC_EVENTS };
-/* the request struct as words (its pointers cleared) */
-#define REQ_WORDS ((int64_t)((sizeof(txc_batch_request) + 7) / 8))
+#define REC_ADD SERVE_TP_REC_ADD
+#define REC_CANCEL SERVE_TP_REC_CANCEL
+#define REC_EVENTS SERVE_TP_REC_EVENTS
+#define REQ_WORDS SERVE_TP_REQ_WORDS
 
 struct serve_tp {
     const txc_mesh *mesh;
@@ -220,14 +221,15 @@ void serve_tp_end(txc_server *srv)
 
 /* ---- the other ranks ------------------------------------------------------- */
 
-static txc_status follow_records(txc_batch *b, const int64_t *w, int64_t n, const txc_batch_event *last, int n_last,
-                                 int rank)
+txc_status serve_tp_follow_records(txc_batch *b, const int64_t *w, int64_t n, const txc_batch_event *last,
+                                   int n_last, int rank)
 {
     for (int64_t i = 0; i < n;) {
         if (w[i] == REC_ADD && i + 3 + REQ_WORDS <= n && w[i + 2] >= 1 && w[i + 2] <= n - i - 3 - REQ_WORDS) {
             const int64_t n_input = w[i + 2];
             txc_batch_request q;
             memcpy(&q, w + i + 3, sizeof q);
+            q.logits_out = NULL, q.gen.on_token = NULL, q.gen.ctx = NULL; /* (rank 0's pointers mean nothing here) */
             int32_t *ids = malloc(sizeof *ids * (size_t)n_input);
             if (!ids)
                 return txc_error(TXC_ERR_NOMEM, "serve --tp: rank %d: out of memory (%lld prompt ids)", rank,
@@ -240,19 +242,20 @@ static txc_status follow_records(txc_batch *b, const int64_t *w, int64_t n, cons
             txc_status s = txc_batch_add(b, &q, &slot);
             free(ids);
             if (s != TXC_OK)
-                return txc_error(s, "serve --tp: rank %d: the request rank 0 put in slot %lld fails here: %s", rank,
+                return txc_error_replace(s, "serve --tp: rank %d: the request rank 0 put in slot %lld fails here: %s",
+                                         rank,
                                  (long long)w[i + 1], txc_last_error());
             if (slot != w[i + 1])
                 return txc_error(TXC_ERR_INVALID, "serve --tp: rank %d is out of step with rank 0: a request took "
                                                   "slot %d here, slot %lld there", rank, slot, (long long)w[i + 1]);
             i += 3 + REQ_WORDS + n_input;
         } else if (w[i] == REC_CANCEL && i + 2 <= n) {
-            txc_status s = txc_batch_cancel(b, (int)w[i + 1]);
+            txc_status s = txc_batch_cancel(b, w[i + 1] >= 0 && w[i + 1] < TXC_BATCH_MAX_SLOTS ? (int)w[i + 1] : -1);
             if (s != TXC_OK)
-                return txc_error(s, "serve --tp: rank %d is out of step with rank 0 (cancel slot %lld): %s", rank,
-                                 (long long)w[i + 1], txc_last_error());
+                return txc_error_replace(s, "serve --tp: rank %d is out of step with rank 0 (cancel slot %lld): %s",
+                                         rank, (long long)w[i + 1], txc_last_error());
             i += 2;
-        } else if (w[i] == REC_EVENTS && i + 2 <= n && w[i + 1] >= 0 && 2 + 3 * w[i + 1] <= n - i) {
+        } else if (w[i] == REC_EVENTS && i + 2 <= n && w[i + 1] >= 0 && w[i + 1] <= (n - i - 2) / 3) {
             const int64_t k = w[i + 1];
             bool same = k == n_last;
             for (int64_t e = 0; same && e < k; e++)
@@ -317,7 +320,7 @@ txc_status txc_serve_follow(txc_model *model)
                 break;
             w = rest;
         }
-        if ((s = follow_records(b, w, total - 3, last, n_last, rank)) != TXC_OK)
+        if ((s = serve_tp_follow_records(b, w, total - 3, last, n_last, rank)) != TXC_OK)
             break;
         if (kind == MSG_IDLE) { /* nothing to run: sleep most of the heartbeat period instead of polling */
             struct timespec ts = {0, (IDLE_MS - 10) * 1000000L};
