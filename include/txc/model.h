@@ -152,6 +152,16 @@ txc_status txc_model_config_load(const char *path, txc_hf_config *out);
  *                       tensor dtypes other than f32/f16/bf16. */
 txc_status txc_model_load(const char *model_dir, const txc_model_options *opts, txc_model **out);
 void txc_model_free(txc_model *model);
+/* Whether a model of config `c` splits over `n` tensor-parallel ranks
+ * (txc_model_options.tp_mesh, Hugging Face's base_model_tp_plan): n divides
+ * num_attention_heads and intermediate_size, and divides
+ * num_key_value_heads or is a multiple of it (replicated kv heads, as
+ * vLLM). The check txc_model_load makes, from the config alone (a CLI
+ * checks it once before the ranks load). Errors: TXC_ERR_INVALID naming
+ * the field, its value and the sizes that work ("--tp 3:
+ * num_attention_heads 8 does not divide by 3 (tensor-parallel sizes that
+ * work: 1, 2, 4)"); n < 1 or no config. */
+txc_status txc_model_tp_check(const txc_hf_config *c, int64_t n);
 /* The tensor-parallel size and this process's rank along it (1, 0 without). */
 int64_t txc_model_tp_size(const txc_model *model);
 int64_t txc_model_tp_rank(const txc_model *model);

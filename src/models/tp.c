@@ -37,21 +37,12 @@
 #include <stdio.h>
 #include <string.h>
 
-txc_status txc_tp_setup(txc_model *m, txc_mesh *mesh)
+txc_status txc_model_tp_check(const txc_hf_config *c, int64_t n)
 {
-    m->tp_size = 1;
-    m->kv_rep = 1;
-    if (!mesh)
-        return TXC_OK;
-    int64_t n = txc_mesh_axis_size(mesh, "tp");
-    if (n < 1)
-        return txc_error(TXC_ERR_INVALID, "tensor parallelism: the mesh has no axis 'tp'");
-    m->tp_mesh = mesh;
-    m->tp_size = n;
-    m->tp_rank = txc_mesh_axis_index(mesh, "tp");
+    if (!c || n < 1)
+        return txc_error(TXC_ERR_INVALID, "tensor parallelism: a config and a size >= 1");
     if (n == 1)
         return TXC_OK;
-    const txc_hf_config *c = &m->config;
     const int64_t H = c->num_attention_heads, KV = c->num_key_value_heads, I = c->intermediate_size;
     /* a size works when it divides the heads and the intermediate size, and divides the kv heads or is a
      * multiple of them (replicated kv heads) */
@@ -77,6 +68,28 @@ txc_status txc_tp_setup(txc_model *m, txc_mesh *mesh)
                          v == KV && strcmp(bad, "num_key_value_heads") == 0 ? " nor is the size a multiple of it" : "", ok);
     }
 #undef TP_SIZE_WORKS
+    return TXC_OK;
+}
+
+txc_status txc_tp_setup(txc_model *m, txc_mesh *mesh)
+{
+    m->tp_size = 1;
+    m->kv_rep = 1;
+    if (!mesh)
+        return TXC_OK;
+    int64_t n = txc_mesh_axis_size(mesh, "tp");
+    if (n < 1)
+        return txc_error(TXC_ERR_INVALID, "tensor parallelism: the mesh has no axis 'tp'");
+    m->tp_mesh = mesh;
+    m->tp_size = n;
+    m->tp_rank = txc_mesh_axis_index(mesh, "tp");
+    if (n == 1)
+        return TXC_OK;
+    const txc_hf_config *c = &m->config;
+    txc_status s = txc_model_tp_check(c, n);
+    if (s != TXC_OK)
+        return s;
+    const int64_t KV = c->num_key_value_heads;
     m->kv_rep = KV % n == 0 ? 1 : n / KV;
     m->tp_global_kv_heads = KV; /* (the k/v blocks of TP_KV_ROWS, during the load) */
     m->vocab_split = c->vocab_size % n == 0;

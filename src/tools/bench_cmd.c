@@ -1321,7 +1321,6 @@ int txc_cmd_bench(int argc, char **argv)
     }
     if (!txc_cli_parallel_setup(tp, devices, &wopts))
         return EXIT_ERROR;
-    txc_cli_unquiet_ranks();
     if (membw && !model_dir && !synthetic) { /* the bandwidth alone */
         double g = measure_membw(MEMBW_BYTES, MEMBW_PASSES);
         if (!(g > 0)) {
@@ -1390,6 +1389,8 @@ int txc_cmd_bench(int argc, char **argv)
     txc_hf_config pre;
     if ((synthetic ? txc_synthetic_config(synthetic, &pre) : txc_model_config_load(model_dir, &pre)) != TXC_OK)
         return txc_cli_fail_in(synthetic ? synthetic : model_dir);
+    if (!txc_cli_tp_config_ok(model_dir, &pre, tp))
+        return EXIT_ERROR;
     const bool exact = prompt_tokens > 0 || synthetic; /* a text prompt's length is known after tokenizing */
     const int64_t min_need = (prompt_tokens > 0 ? prompt_tokens : synthetic ? 8 : 1) + new_tokens;
     if (min_need > pre.max_position_embeddings) {
@@ -1413,6 +1414,7 @@ int txc_cmd_bench(int argc, char **argv)
     if (compile_cache && !*compile_cache)
         compile_cache = NULL;
 
+    txc_cli_unquiet_ranks(); /* (the arguments are read: from here on every rank's own errors) */
     bench_args ba = {.model_dir = model_dir, .synthetic = synthetic, .dtype_name = dtype_name,
                      .prompt_text = prompt_text, .compile_cache = compile_cache, .new_tokens = new_tokens,
                      .prompt_tokens = prompt_tokens, .max_cache_len = max_cache_len, .seed = seed,

@@ -136,6 +136,11 @@ bool txc_cli_parse_cache_max_mb(const char *arg, int64_t *bytes);
 bool txc_cli_parse_tp(const char *arg, int64_t *n);
 bool txc_cli_parse_devices(const char *arg, int64_t *n);
 bool txc_cli_parallel_setup(int64_t tp, int64_t devices, txc_model_options *o);
+/* The --tp size against the model's config (txc_model_tp_check): `config`,
+ * else model_dir's config.json (unreadable: true, the load says why).
+ * Called while every rank but 0 is quiet, so the error is printed once.
+ * false: one line on stderr. */
+bool txc_cli_tp_config_ok(const char *model_dir, const txc_hf_config *config, int64_t tp);
 /* One device of the run: its index (the MPI rank, or the in-process
  * device), whether it is the one that prints (lead: device / rank 0),
  * where its stdout goes (stdout, or /dev/null for the others: every device

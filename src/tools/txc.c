@@ -416,7 +416,7 @@ static int cmd_generate(int argc, char **argv)
         free(prompt_buf);
         return EXIT_ERROR;
     }
-    if (!txc_cli_parallel_setup(gf.tp, gf.devices, &gf.mopts)) {
+    if (!txc_cli_parallel_setup(gf.tp, gf.devices, &gf.mopts) || !txc_cli_tp_config_ok(model_dir, NULL, gf.tp)) {
         free(prompt_buf);
         return EXIT_ERROR;
     }
