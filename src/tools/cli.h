@@ -136,6 +136,14 @@ bool txc_cli_parse_cache_max_mb(const char *arg, int64_t *bytes);
 bool txc_cli_parse_tp(const char *arg, int64_t *n);
 bool txc_cli_parse_devices(const char *arg, int64_t *n);
 bool txc_cli_parallel_setup(int64_t tp, int64_t devices, txc_model_options *o);
+/* A command's exit status `rc` under mpirun: a rank that fails on its own
+ * (its copy of the weights unreadable, a write error) ends the job at once
+ * (MPI_Abort(rc), after its line) instead of exiting into MPI_Finalize,
+ * which waits for the other ranks while they wait in a collective for it
+ * until the deadline. Returns rc otherwise (no MPI job, rc 0, or an error
+ * before txc_cli_unquiet_ranks: the arguments', which every rank shares and
+ * rank 0 alone prints, so that no rank's abort ends rank 0 before its line). */
+int txc_cli_exit_status(int rc);
 /* The --tp size against the model's config (txc_model_tp_check): `config`,
  * else model_dir's config.json (unreadable: true, the load says why).
  * Called while every rank but 0 is quiet, so the error is printed once.

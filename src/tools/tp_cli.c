@@ -1,6 +1,7 @@
 /* txc generate / bench --tp N [--devices cpu:N]: the job (MPI ranks or
  * in-process devices), the mesh, one device's output; and the quiet of
  * every rank but 0 while the arguments are read. */
+#include "backend/comm.h"
 #include "tools/cli.h"
 #include "txc/shard.h"
 #include "txc/threads.h"
@@ -13,6 +14,8 @@
 
 static txc_mesh *tp_mesh; /* the process's (MPI), lives to the end of the process */
 static int saved_stderr = -1;
+static bool mpi_job;   /* this process is one rank of several (MPI initialized) */
+static bool args_read; /* txc_cli_unquiet_ranks was called: every rank speaks for itself */
 static _Thread_local bool device_quiet; /* an in-process device but 0 */
 
 static void free_mesh(void) { txc_mesh_free(tp_mesh); }
@@ -55,6 +58,7 @@ void txc_cli_quiet_ranks(void)
 
 void txc_cli_unquiet_ranks(void)
 {
+    args_read = true;
     if (saved_stderr < 0)
         return;
     fflush(stderr);
@@ -124,6 +128,7 @@ bool txc_cli_parallel_setup(int64_t tp, int64_t devices, txc_model_options *o)
                 (long long)tp, (long long)tp, (long long)tp, (long long)tp, (long long)tp, txc_process_count());
         return false;
     }
+    mpi_job = tp > 1;
     if (!tp_mesh) {
         const char *axis[] = {"tp"};
         if (!(tp_mesh = txc_mesh_new(NULL, 1, &tp, axis)))
@@ -155,6 +160,15 @@ bool txc_cli_tp_config_ok(const char *model_dir, const txc_hf_config *config, in
         return true;
     txc_cli_fail("--tp");
     return false;
+}
+
+int txc_cli_exit_status(int rc)
+{
+    /* (an argument error, while the others are quiet, is every rank's: all exit together; past the
+     * arguments MPI_Finalize would wait for the ranks still in a collective) */
+    if (rc != 0 && mpi_job && args_read)
+        txc_comm_abort(rc);
+    return rc;
 }
 
 /* ---- in-process devices --------------------------------------------------------- */

@@ -487,7 +487,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "generate") == 0)
-        return cmd_generate(argc - 1, argv + 1);
+        return txc_cli_exit_status(cmd_generate(argc - 1, argv + 1));
     if (strcmp(argv[1], "chat") == 0)
         return txc_cmd_chat(argc - 1, argv + 1);
     if (strcmp(argv[1], "tokenize") == 0)
@@ -497,14 +497,14 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "quantize") == 0)
         return txc_cmd_quantize(argc - 1, argv + 1);
     if (strcmp(argv[1], "serve") == 0)
-        return txc_cmd_serve(argc - 1, argv + 1);
+        return txc_cli_exit_status(txc_cmd_serve(argc - 1, argv + 1));
     if (strcmp(argv[1], "bench") == 0) {
         int rc = txc_cmd_bench(argc - 1, argv + 1);
         if (rc == 0 && (fflush(stdout) != 0 || ferror(stdout))) { /* (a full disk, a closed pipe) */
             fprintf(stderr, "txc: writing the output failed\n");
-            return EXIT_ERROR;
+            rc = EXIT_ERROR;
         }
-        return rc;
+        return txc_cli_exit_status(rc);
     }
     fprintf(stderr, "txc: unknown command '%s' (commands: generate, chat, bench, tokenize, serve, inspect, quantize; see txc --help)\n", argv[1]);
     return EXIT_ERROR;
