@@ -136,6 +136,16 @@ bool txc_cli_parse_cache_max_mb(const char *arg, int64_t *bytes);
 bool txc_cli_parse_tp(const char *arg, int64_t *n);
 bool txc_cli_parse_devices(const char *arg, int64_t *n);
 bool txc_cli_parallel_setup(int64_t tp, int64_t devices, txc_model_options *o);
+/* A prompt read from stdin under mpirun, which gives stdin to rank 0 alone:
+ * txc_cli_reads_stdin() is true on the rank that reads it (rank 0; every
+ * process without an MPI job), and txc_cli_share_input broadcasts its
+ * text (*text, *len; `ok`: whether the read worked) from rank 0 to the
+ * others' *text (malloc'd, NUL-terminated, the old one freed). Without an
+ * MPI job it returns `ok`. false: rank 0's read failed (it printed why, on
+ * every rank false). A failed broadcast or allocation ends the job (one
+ * line, MPI_Abort). After txc_cli_parallel_setup. */
+bool txc_cli_reads_stdin(void);
+bool txc_cli_share_input(char **text, size_t *len, bool ok);
 /* A command's exit status `rc` under mpirun: a rank that fails on its own
  * (its copy of the weights unreadable, a write error) ends the job at once
  * (MPI_Abort(rc), after its line) instead of exiting into MPI_Finalize,

@@ -29,14 +29,22 @@ typedef struct row {
 
 /* The lines of `path` (a last line without a newline counts; "\r\n" ends a
  * line too), read by txc_cli_read_prompt: its size bound (64 MiB), UTF-8 and
- * file-type checks apply to the whole file. */
-static char **read_lines(const char *path, size_t *n)
+ * file-type checks apply to the whole file; or `given` (given_len bytes, the
+ * file's text read once already: stdin's). */
+static char **read_lines(const char *path, const char *given, size_t given_len, size_t *n)
 {
     *n = 0;
-    size_t len = 0;
-    char *text = txc_cli_read_prompt("--prompt-file", path, TXC_CLI_MAX_PROMPT_BYTES, &len);
-    if (!text)
+    size_t len = given_len;
+    char *text = given ? malloc(given_len + 1) : txc_cli_read_prompt("--prompt-file", path, TXC_CLI_MAX_PROMPT_BYTES, &len);
+    if (!text) {
+        if (given)
+            fprintf(stderr, "txc: out of memory (--prompt-file)\n");
         return NULL;
+    }
+    if (given) {
+        memcpy(text, given, given_len);
+        text[given_len] = 0;
+    }
     size_t count = 0; /* txc_cli_read_prompt dropped one final newline */
     for (size_t i = 0; i <= len; i++)
         count += i == len || text[i] == '\n';
@@ -157,7 +165,7 @@ int txc_cli_generate_file(txc_model *model, const txc_tokenizer *tok, const txc_
 {
     FILE *out = a->out ? a->out : stdout, *err = a->err ? a->err : stderr;
     size_t n = 0;
-    char **lines = read_lines(a->prompt_file, &n);
+    char **lines = read_lines(a->prompt_file, a->text, a->text_len, &n);
     if (!lines)
         return EXIT_ERROR;
     row *rows = calloc(n, sizeof *rows);

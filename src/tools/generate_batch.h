@@ -12,6 +12,8 @@
 
 typedef struct txc_cli_batch_args {
     const char *prompt_file;   /* one prompt a line */
+    const char *text;          /* or its text, read once already ("-": stdin's), text_len bytes; NULL: read it */
+    size_t text_len;
     int64_t batch_size;        /* slots (1..TXC_BATCH_MAX_SLOTS) */
     int64_t max_cache_len;     /* per slot; 0: the longest prompt + max_new_tokens */
     bool json, verbose;

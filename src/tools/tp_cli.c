@@ -3,7 +3,10 @@
  * every rank but 0 while the arguments are read. */
 #include "backend/comm.h"
 #include "tools/cli.h"
+#include "txc/env.h"
+#include "txc/ops.h"
 #include "txc/shard.h"
+#include "txc/tensor.h"
 #include "txc/threads.h"
 
 #include <fcntl.h>
@@ -160,6 +163,66 @@ bool txc_cli_tp_config_ok(const char *model_dir, const txc_hf_config *config, in
         return true;
     txc_cli_fail("--tp");
     return false;
+}
+
+bool txc_cli_reads_stdin(void) { return !mpi_job || txc_process_index() == 0; }
+
+bool txc_cli_share_input(char **text, size_t *len, bool ok)
+{
+    if (!mpi_job)
+        return ok;
+    txc_env *env = txc_env_default();
+    int mark = txc_env_scope_begin(env);
+    if (mark < 0)
+        return txc_cli_fail("--prompt -") == 0;
+    const bool root = txc_process_index() == 0;
+    int64_t n = root ? (ok ? (int64_t)*len : -1) : 0;
+    txc_tensor *x = txc_tensor_from_data(env, TXC_I64, 1, (int64_t[]){1}, &n);
+    txc_tensor *y = x ? txc_broadcast(x, tp_mesh, "tp", 0) : NULL;
+    const int64_t *got = y ? txc_tensor_data_ptr(txc_contiguous(y)) : NULL;
+    bool shared = got != NULL;
+    if (got)
+        n = *got;
+    if (shared && n > 0) { /* the bytes in int64 words (the collectives' dtypes) */
+        const int64_t words = (n + 7) / 8;
+        int64_t *buf = calloc((size_t)words, sizeof *buf);
+        if (!buf) { /* (past the broadcast of the size: the others wait in the next one) */
+            fprintf(stderr, "txc: out of memory (the stdin prompt, %lld bytes)\n", (long long)n);
+            txc_comm_abort(EXIT_ERROR);
+        }
+        if (root)
+            memcpy(buf, *text, (size_t)n);
+        x = txc_tensor_from_data(env, TXC_I64, 1, &words, buf);
+        y = x ? txc_broadcast(x, tp_mesh, "tp", 0) : NULL;
+        const int64_t *d = y ? txc_tensor_data_ptr(txc_contiguous(y)) : NULL;
+        if (d && !root) {
+            char *t = malloc((size_t)n + 1);
+            if (t) {
+                memcpy(t, d, (size_t)n);
+                t[n] = 0;
+                free(*text);
+                *text = t;
+                *len = (size_t)n;
+            }
+            shared = t != NULL;
+        }
+        shared = shared && d;
+        free(buf);
+    } else if (shared && n == 0 && !root) {
+        free(*text);
+        *text = calloc(1, 1);
+        *len = 0;
+        shared = *text != NULL;
+    }
+    if (!shared && !*txc_last_error())
+        txc_error(TXC_ERR_IO, "the stdin prompt: out of memory");
+    if (!shared) { /* one rank's failure: the others may wait in a broadcast */
+        txc_cli_unquiet_ranks();
+        txc_cli_fail("--prompt -");
+        txc_comm_abort(EXIT_ERROR);
+    }
+    txc_env_scope_end(env, mark);
+    return n >= 0; /* n < 0: rank 0's read failed and said why */
 }
 
 int txc_cli_exit_status(int rc)

@@ -160,6 +160,8 @@ static bool print_token(void *ctx, int32_t id)
 typedef struct generate_args {
     const char *model_dir, *prompt, *prompt_file;
     size_t prompt_len;
+    const char *file_text; /* --prompt-file -: stdin's text, read once for every device and rank */
+    size_t file_len;
     txc_cache_kind cache;
     int64_t max_new_tokens, max_cache_len, batch_size;
     bool verbose, json;
@@ -199,7 +201,8 @@ static int generate_body(void *ctx, const txc_cli_device *dev)
     txc_cli_gen_flags_apply(&gf, &opts);
     sc.tok = tok;
     if (prompt_file) {
-        txc_cli_batch_args ba = {.prompt_file = prompt_file, .batch_size = batch_size, .max_cache_len = max_cache_len,
+        txc_cli_batch_args ba = {.prompt_file = prompt_file, .text = a->file_text, .text_len = a->file_len,
+                                 .batch_size = batch_size, .max_cache_len = max_cache_len,
                                  .json = json, .verbose = verbose, .max_new_tokens = max_new_tokens, .gcfg = &gcfg,
                                  .stop = sc.stop, .n_stop = sc.n_stop, .out = dev->out, .err = err};
         if (dev->lead)
@@ -399,30 +402,38 @@ static int cmd_generate(int argc, char **argv)
         fprintf(stderr, "txc: --json needs --prompt-file (the output of one prompt is streamed as text)\n");
         return EXIT_ERROR;
     }
-    /* The prompt before the model: stdin ("--prompt -") or the argument
-     * (--prompt-file's lines are read by txc_cli_generate_file) */
+    /* The prompt: the argument, or stdin ("--prompt -", "--prompt-file -"),
+     * read once after the job is made (under mpirun rank 0 reads it, as
+     * mpirun gives stdin to rank 0 alone, and broadcasts it; in-process
+     * devices share it); a --prompt-file FILE is read by txc_cli_generate_file */
     char *prompt_buf = NULL;
     size_t prompt_len = strlen(prompt);
-    if (prompt_file) {
-    } else if (strcmp(prompt, "-") == 0) {
-        if (!(prompt_buf = txc_cli_read_prompt("--prompt -", "-", TXC_CLI_MAX_PROMPT_BYTES, &prompt_len)))
-            return EXIT_ERROR;
-        prompt = prompt_buf;
-    } else if (!txc_cli_text_ok(prompt, prompt_len)) {
+    const bool from_stdin = prompt_file ? strcmp(prompt_file, "-") == 0 : strcmp(prompt, "-") == 0;
+    if (!prompt_file && !from_stdin && !txc_cli_text_ok(prompt, prompt_len)) {
         fprintf(stderr, "txc: --prompt is not UTF-8 text\n");
         return EXIT_ERROR;
     }
-    if (!(model_dir = txc_cli_model_dir(model_dir))) {
-        free(prompt_buf);
+    if (!(model_dir = txc_cli_model_dir(model_dir)))
         return EXIT_ERROR;
-    }
-    if (!txc_cli_parallel_setup(gf.tp, gf.devices, &gf.mopts) || !txc_cli_tp_config_ok(model_dir, NULL, gf.tp)) {
-        free(prompt_buf);
+    if (!txc_cli_parallel_setup(gf.tp, gf.devices, &gf.mopts) || !txc_cli_tp_config_ok(model_dir, NULL, gf.tp))
         return EXIT_ERROR;
+    if (from_stdin) {
+        bool read_ok = true;
+        if (txc_cli_reads_stdin())
+            read_ok = (prompt_buf = txc_cli_read_prompt(prompt_file ? "--prompt-file" : "--prompt -", "-",
+                                                        TXC_CLI_MAX_PROMPT_BYTES, &prompt_len)) != NULL;
+        if (!txc_cli_share_input(&prompt_buf, &prompt_len, read_ok)) {
+            free(prompt_buf);
+            return EXIT_ERROR;
+        }
+        if (!prompt_file)
+            prompt = prompt_buf;
     }
     txc_cli_unquiet_ranks();
 
-    generate_args ga = {.model_dir = model_dir, .prompt = prompt, .prompt_len = prompt_len, .cache = cache,
+    generate_args ga = {.model_dir = model_dir, .prompt = prompt, .prompt_len = prompt_len,
+                        .file_text = prompt_file && from_stdin ? prompt_buf : NULL,
+                        .file_len = prompt_file && from_stdin ? prompt_len : 0, .cache = cache,
                         .max_new_tokens = max_new_tokens, .max_cache_len = max_cache_len, .verbose = verbose,
                         .gf = &gf, .sc = &sc, .prompt_file = prompt_file, .batch_size = batch_size, .json = json};
     int rc = txc_cli_run_parallel(gf.tp, gf.devices, &gf.mopts, generate_body, &ga);
