@@ -85,5 +85,28 @@ else
   bad "a rank whose load fails: rc $rc after ${took} s: $(grep '^txc:' "$tmp/e" | head -3)"
 fi
 
+# bench --tp --json: the tensor-parallel figures of the text table (per-rank weights, all_reduce, collectives)
+tp_json() { # NAME: $tmp/bj holds the JSON
+  if [ "$2" -eq 0 ] && python3 - "$tmp/bj" <<'PY'; then
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d["tensor_parallel"]
+assert t["tp"] == 2 and 0.45 < t["weights_fraction"] < 0.55, t
+assert t["weights_bytes"] > 0 and t["whole_model_bytes"] > t["weights_bytes"] and t["all_reduce_us"] > 0, t
+for r in d["rows"]:
+    assert r["collective_calls_per_token"] > 0 and r["collective_ms_per_token"] >= 0, r
+PY
+    ok "$1: tensor_parallel and the rows' collectives in the JSON"
+  else
+    bad "$1 (rc $2): $(head -c 600 "$tmp/bj") $(grep '^txc:' "$tmp/be" | head -3)"
+  fi
+}
+mpi 2 "$TXC" bench --model "$MODEL" --tp 2 --threads 1 -n 8 --modes eager-static,jit-static --no-compile-cache --json \
+  >"$tmp/bj" 2>"$tmp/be"
+tp_json "mpirun -np 2 bench --tp 2 --json" $?
+"$TXC" bench --model "$MODEL" --devices cpu:2 --tp 2 --threads 2 -n 8 --modes eager-static --no-compile-cache --json \
+  >"$tmp/bj" 2>"$tmp/be"
+tp_json "bench --devices cpu:2 --tp 2 --json" $?
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
