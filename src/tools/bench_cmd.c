@@ -625,7 +625,8 @@ static double speedup(const bench_row *r, const bench_row *base)
 
 static double round_to(double v, double q) { return round(v / q) * q; }
 
-static void print_json(const bench_info *bi, const bench_row *rows, int n, bool agree, int ref)
+/* tp: the tensor-parallel object (txc_bench_tp_json, taken), NULL without --tp */
+static void print_json(const bench_info *bi, const bench_row *rows, int n, bool agree, int ref, cJSON *tp)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "model", bi->model);
@@ -734,8 +735,15 @@ static void print_json(const bench_info *bi, const bench_row *rows, int n, bool 
         cJSON_AddNumberToObject(o, "peak_rss_mb", round_to(r->peak_rss_mb, 1e-2));
         cJSON_AddNumberToObject(o, "rss_bound_mb", round_to(r->rss_bound_mb, 1e-2));
         cJSON_AddBoolToObject(o, "rss_within_bound", r->peak_rss_mb <= r->rss_bound_mb);
+        if (tp && r->n_new > 0) { /* (txc_bench_tp_row's figures) */
+            cJSON_AddNumberToObject(o, "collective_ms_per_token", round_to(r->coll_s * 1e3 / (double)r->n_new, 1e-4));
+            cJSON_AddNumberToObject(o, "collective_calls_per_token", round_to((double)r->coll_calls / (double)r->n_new, 1e-2));
+            cJSON_AddNumberToObject(o, "collective_fraction", r->total_s > 0 ? round_to(r->coll_s / r->total_s, 1e-4) : 0);
+        }
         cJSON_AddItemToArray(arr, o);
     }
+    if (tp)
+        cJSON_AddItemToObject(j, "tensor_parallel", tp);
     char *text = cJSON_PrintUnformatted(j);
     if (text) {
         puts(text);
@@ -1201,12 +1209,16 @@ static int bench_body(void *ctx, const txc_cli_device *dev)
             rows[i].tokens_match = memcmp(rows[i].ids, rows[ref].ids, sizeof(int32_t) * (size_t)k) == 0;
             agree &= rows[i].tokens_match;
         }
+        const bool tp = txc_model_tp_size(model) > 1;
+        txc_bench_tp_info tpi = {0};
+        if (tp) /* (every device: the all_reduce is a collective) */
+            txc_bench_tp_measure(model, &tpi);
         if (json && dev->lead)
-            print_json(&bi, rows, n_modes, agree, ref);
+            print_json(&bi, rows, n_modes, agree, ref, tp ? txc_bench_tp_json(model, &tpi) : NULL);
         else if (dev->lead)
             print_table(&bi, rows, n_modes, agree, ref);
-        if (!json && txc_model_tp_size(model) > 1) { /* (every device: the header runs collectives) */
-            txc_bench_tp_header(dev->out, model);
+        if (!json && tp) {
+            txc_bench_tp_header(dev->out, model, &tpi);
             for (int i = 0; i < done; i++)
                 txc_bench_tp_row(dev->out, rows[i].mode->name, rows[i].coll_s, rows[i].coll_calls, rows[i].total_s,
                                  rows[i].n_new);

@@ -5,6 +5,8 @@
 #include "txc/ops.h"
 #include "txc/shard.h"
 
+#include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "txc/threads.h"
@@ -40,7 +42,7 @@ static double all_reduce_us(const txc_model *m, const txc_mesh *mesh)
     return t[REPS / 2];
 }
 
-void txc_bench_tp_header(FILE *f, const txc_model *m)
+void txc_bench_tp_measure(const txc_model *m, txc_bench_tp_info *out)
 {
     double mine = 0, whole = 0;
     for (int i = 0; i < txc_model_num_parameters(m); i++) {
@@ -57,7 +59,17 @@ void txc_bench_tp_header(FILE *f, const txc_model *m)
     const txc_sharding *s = NULL;
     for (int i = 0; i < txc_model_num_parameters(m) && !s; i++)
         s = txc_tensor_sharding(txc_model_parameter(m, i));
-    if (txc_process_count() > 1 || txc_device_count() == 1)
+    out->weights_bytes = mine;
+    out->whole_bytes = whole;
+    out->all_reduce_us = s ? all_reduce_us(m, txc_sharding_mesh(s)) : -1;
+}
+
+static bool over_processes(void) { return txc_process_count() > 1 || txc_device_count() == 1; }
+
+void txc_bench_tp_header(FILE *f, const txc_model *m, const txc_bench_tp_info *info)
+{
+    const double mine = info->weights_bytes, whole = info->whole_bytes;
+    if (over_processes())
         fprintf(f, "tensor parallel: --tp %lld, %d processes over %s; rank %d's weights %.1f MB of the whole model's "
                    "%.1f MB (%.3fx)\n",
                 (long long)txc_model_tp_size(m), txc_process_count(), txc_distributed_is_mpi() ? "MPI" : "nothing",
@@ -68,12 +80,30 @@ void txc_bench_tp_header(FILE *f, const txc_model *m)
                 (long long)txc_model_tp_size(m), txc_device_count(), txc_collective_transport(), txc_threads_get(),
                 txc_threads_get() == 1 ? "" : "s",
                 txc_device_index(), mine / 1e6, whole / 1e6, whole > 0 ? mine / whole : 0);
-    if (s) {
-        double us = all_reduce_us(m, txc_sharding_mesh(s));
-        if (us >= 0)
-            fprintf(f, "all_reduce of one hidden-state row (%lld float32): %.1f us (median of 201)\n",
-                    (long long)txc_model_config(m)->hidden_size, us);
-    }
+    if (info->all_reduce_us >= 0)
+        fprintf(f, "all_reduce of one hidden-state row (%lld float32): %.1f us (median of 201)\n",
+                (long long)txc_model_config(m)->hidden_size, info->all_reduce_us);
+}
+
+cJSON *txc_bench_tp_json(const txc_model *m, const txc_bench_tp_info *info)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddNumberToObject(o, "tp", (double)txc_model_tp_size(m));
+    cJSON_AddNumberToObject(o, "processes", txc_process_count());
+    cJSON_AddNumberToObject(o, "devices", txc_device_count());
+    cJSON_AddStringToObject(o, "transport", over_processes() ? (txc_distributed_is_mpi() ? "MPI" : "nothing")
+                                                             : txc_collective_transport());
+    cJSON_AddNumberToObject(o, "weights_bytes", info->weights_bytes);
+    cJSON_AddNumberToObject(o, "whole_model_bytes", info->whole_bytes);
+    cJSON_AddNumberToObject(o, "weights_fraction",
+                            info->whole_bytes > 0 ? round(info->weights_bytes / info->whole_bytes * 1e4) / 1e4 : 0);
+    if (info->all_reduce_us >= 0)
+        cJSON_AddNumberToObject(o, "all_reduce_us", round(info->all_reduce_us * 1e3) / 1e3);
+    else
+        cJSON_AddNullToObject(o, "all_reduce_us");
+    return o;
 }
 
 void txc_bench_tp_row(FILE *f, const char *mode, double seconds, uint64_t calls, double total_s, int64_t n_new)
