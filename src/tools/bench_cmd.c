@@ -1401,8 +1401,8 @@ int txc_cmd_bench(int argc, char **argv)
     txc_hf_config pre;
     if ((synthetic ? txc_synthetic_config(synthetic, &pre) : txc_model_config_load(model_dir, &pre)) != TXC_OK)
         return txc_cli_fail_in(synthetic ? synthetic : model_dir);
-    if (!txc_cli_tp_config_ok(model_dir, &pre, tp))
-        return EXIT_ERROR;
+    if (tp > 1 && txc_model_tp_check(&pre, tp) != TXC_OK) /* (once: the other ranks are still quiet) */
+        return txc_cli_fail_in(synthetic ? synthetic : model_dir);
     const bool exact = prompt_tokens > 0 || synthetic; /* a text prompt's length is known after tokenizing */
     const int64_t min_need = (prompt_tokens > 0 ? prompt_tokens : synthetic ? 8 : 1) + new_tokens;
     if (min_need > pre.max_position_embeddings) {
