@@ -64,6 +64,17 @@ printf '%s\n' "$P" | timeout 60 "$TXC" generate --model "$MODEL" --prompt - -n 2
   --no-compile-cache >"$tmp/got" 2>"$tmp/ge"
 same "generate --devices cpu:2 --tp 2 --prompt -: the bytes of one process" "$tmp/one" $?
 
+cli_error_once() { # NAME COMMAND...: exit 2, one line, naming the empty stdin
+  "${@:2}" </dev/null >"$tmp/o" 2>"$tmp/e"
+  local rc=$? k
+  k=$(grep -c "^txc:" "$tmp/e")
+  if [ $rc -ne 0 ] && [ "$k" -eq 1 ] && grep -q "'-' has no prompt" "$tmp/e"; then ok "$1"; else bad "$1: rc $rc, $k lines: $(head -3 "$tmp/e")"; fi
+}
+cli_error_once "--devices cpu:2 --prompt-file - on an empty stdin: once" timeout 60 "$TXC" generate --model "$MODEL" \
+  --prompt-file - -n 4 --threads 2 --devices cpu:2 --tp 2
+cli_error_once "mpirun -np 2 --prompt-file - on an empty stdin: once" timeout 60 mpirun --allow-run-as-root \
+  --oversubscribe -np 2 "$TXC" generate --model "$MODEL" --prompt-file - -n 4 --threads 1 --tp 2
+
 # a rank whose own copy of the weights is truncated: its error, and the job ends long before the deadline
 mkdir -p "$tmp/trunc"
 cp "$MODEL"/*.json "$tmp/trunc/"
