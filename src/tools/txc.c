@@ -428,6 +428,11 @@ static int cmd_generate(int argc, char **argv)
         }
         if (!prompt_file)
             prompt = prompt_buf;
+        else if (prompt_len == 0) { /* (said here, while the other ranks are quiet: once, not per device) */
+            fprintf(stderr, "txc: --prompt-file: '-' has no prompt (one prompt a line)\n");
+            free(prompt_buf);
+            return EXIT_ERROR;
+        }
     }
     txc_cli_unquiet_ranks();
 
