@@ -154,11 +154,10 @@ bool txc_cli_share_input(char **text, size_t *len, bool ok);
  * before txc_cli_unquiet_ranks: the arguments', which every rank shares and
  * rank 0 alone prints, so that no rank's abort ends rank 0 before its line). */
 int txc_cli_exit_status(int rc);
-/* The --tp size against the model's config (txc_model_tp_check): `config`,
- * else model_dir's config.json (unreadable: true, the load says why).
- * Called while every rank but 0 is quiet, so the error is printed once.
- * false: one line on stderr. */
-bool txc_cli_tp_config_ok(const char *model_dir, const txc_hf_config *config, int64_t tp);
+/* The --tp size against model_dir's config (txc_model_tp_check; an
+ * unreadable config: true, the load says why). Called while every rank but
+ * 0 is quiet, so the error is printed once. false: one line on stderr. */
+bool txc_cli_tp_config_ok(const char *model_dir, int64_t tp);
 /* One device of the run: its index (the MPI rank, or the in-process
  * device), whether it is the one that prints (lead: device / rank 0),
  * where its stdout goes (stdout, or /dev/null for the others: every device

@@ -207,7 +207,7 @@ int txc_cmd_serve(int argc, char **argv)
     if (!(model_dir = txc_cli_model_dir(model_dir)))
         return EXIT_ERROR;
     if (!txc_cli_parallel_setup(gf.tp, 0, &gf.mopts) || /* mpirun -np N ... --tp N: the mesh */
-        !txc_cli_tp_config_ok(model_dir, NULL, gf.tp))
+        !txc_cli_tp_config_ok(model_dir, gf.tp))
         return EXIT_ERROR;
     txc_cli_unquiet_ranks();
     if (gf.mopts.tp_mesh && txc_process_index() != 0) /* a rank but 0: no socket, the same steps as rank 0 */

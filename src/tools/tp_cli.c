@@ -147,19 +147,16 @@ bool txc_cli_parallel_setup(int64_t tp, int64_t devices, txc_model_options *o)
     return true;
 }
 
-bool txc_cli_tp_config_ok(const char *model_dir, const txc_hf_config *config, int64_t tp)
+bool txc_cli_tp_config_ok(const char *model_dir, int64_t tp)
 {
     if (tp <= 1)
         return true;
     txc_hf_config c;
-    if (!config) {
-        if (txc_model_config_load(model_dir, &c) != TXC_OK) {
-            txc_clear_error(); /* (the load says it, with the rest of the folder's errors) */
-            return true;
-        }
-        config = &c;
+    if (txc_model_config_load(model_dir, &c) != TXC_OK) {
+        txc_clear_error(); /* (the load says it, with the rest of the folder's errors) */
+        return true;
     }
-    if (txc_model_tp_check(config, tp) == TXC_OK)
+    if (txc_model_tp_check(&c, tp) == TXC_OK)
         return true;
     txc_cli_fail("--tp");
     return false;

@@ -415,7 +415,7 @@ static int cmd_generate(int argc, char **argv)
     }
     if (!(model_dir = txc_cli_model_dir(model_dir)))
         return EXIT_ERROR;
-    if (!txc_cli_parallel_setup(gf.tp, gf.devices, &gf.mopts) || !txc_cli_tp_config_ok(model_dir, NULL, gf.tp))
+    if (!txc_cli_parallel_setup(gf.tp, gf.devices, &gf.mopts) || !txc_cli_tp_config_ok(model_dir, gf.tp))
         return EXIT_ERROR;
     if (from_stdin) {
         bool read_ok = true;
