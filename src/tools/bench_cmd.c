@@ -21,7 +21,8 @@
  * decode steps), the GB/s that makes at the row's decode tokens/s, and the
  * row's peak RSS (VmHWM, reset before each row where the kernel allows,
  * else the process's peak so far) against the bound weights + KV cache +
- * the process's RSS before the load (libraries, MPI's buffers) + 64 MiB (each load's own peak is printed with its time); with --membw, the machine's read bandwidth (a streaming
+ * the process's RSS before the load (libraries, MPI's buffers) + 64 MiB
+ * (with --devices cpu:N, N devices' weights and caches: the process holds them all) (each load's own peak is printed with its time); with --membw, the machine's read bandwidth (a streaming
  * read of 1 GiB of huge pages on every thread with the decode GEMV's loads
  * and prefetch — txc_kern_read_bytes — median of 5 passes, measured after the rows
  * so that it does not count in their RSS) and each row's fraction of it. A
@@ -608,6 +609,7 @@ typedef struct bench_info {
     bench_load loads[2];       /* one per weights mode (one for a synthetic model) */
     int n_loads;
     double base_rss_mb;        /* the RSS before the first load (base_rss_mb) */
+    int64_t local_devices;     /* the devices in this process, each holding its shards */
 } bench_info;
 
 /* Does the row read from cache rather than memory: its bytes per token fit
@@ -875,9 +877,9 @@ static void print_table(const bench_info *bi, const bench_row *rows, int n, bool
                r->decode_gbps, frac, r->prefill_gflops,
                bi->peak.gflops > 0 ? 100.0 * r->prefill_gflops / bi->peak.gflops : 0.0, r->peak_rss_mb, bound);
     }
-    printf("(bound: weights + KV cache + the process's %.1f MB before the load + 64 MiB; peak RSS of each row's "
+    printf("(bound: weights + KV cache%s + the process's %.1f MB before the load + 64 MiB; peak RSS of each row's "
            "generation%s)\n",
-           bi->base_rss_mb, bi->loads[0].hwm_reset ? "" : ", here since the process started: the kernel refused the reset");
+           bi->local_devices > 1 ? " of every device in this process" : "", bi->base_rss_mb, bi->loads[0].hwm_reset ? "" : ", here since the process started: the kernel refused the reset");
     printf("\n");
     if (bi->profile_note)
         printf("note: %s\n", bi->profile_note);
@@ -1020,6 +1022,8 @@ typedef struct bench_args {
     int n_batch_sizes;
     const bench_mode *const *modes;
     int n_modes;
+    int64_t local_devices; /* the devices in this process (--devices cpu:N: N, else 1) */
+    double base_rss_mb;    /* the process's RSS before any device loads (base_rss_mb) */
 } bench_args;
 
 /* Load, run every mode, print: what every device runs (SPMD), one of them printing. */
@@ -1048,7 +1052,8 @@ static int bench_body(void *ctx, const txc_cli_device *dev)
     txc_model_options mo = {.convert_dtype = dtype_name != NULL && !synthetic, .dtype = dtype, .weights = wmodes[0],
                             .no_hugepages = wopts.no_hugepages, .check_tensors = wopts.check_tensors,
                             .tp_mesh = dev->mesh};
-    bi.base_rss_mb = base_rss_mb();
+    bi.base_rss_mb = a->base_rss_mb;
+    bi.local_devices = a->local_devices;
     bi.loads[0].hwm_reset = reset_peak_rss();
     double t0 = txc_cli_now_ms();
     if (synthetic) {
@@ -1190,8 +1195,10 @@ static int bench_body(void *ctx, const txc_cli_device *dev)
             r->decode_gbps = r->bytes_per_token * r->decode_tok_s / 1e9;
             double pms = r->prefill_ms - r->prefill_compile_ms;
             r->prefill_gflops = pms > 0 ? pflops / (pms * 1e6) : 0;
-            r->rss_bound_mb = ((double)bi.loads[w].info.param_bytes +
-                               kv_bytes(model, modes[i], bi.max_cache_len, (int64_t)n_prompt + r->n_new)) /
+            /* (every in-process device holds its own shards: the process holds them all) */
+            r->rss_bound_mb = (double)a->local_devices *
+                                  ((double)bi.loads[w].info.param_bytes +
+                                   kv_bytes(model, modes[i], bi.max_cache_len, (int64_t)n_prompt + r->n_new)) /
                                   (1 << 20) + bi.base_rss_mb + 64.0;
             done++;
         }
@@ -1440,6 +1447,7 @@ int txc_cmd_bench(int argc, char **argv)
                      .prompt_tokens = prompt_tokens, .max_cache_len = max_cache_len, .seed = seed,
                      .baseline_limit = baseline_limit, .json = json, .membw = membw, .profile = profile,
                      .wopts = wopts, .dtype = dtype, .wmodes = {wmodes[0], wmodes[1]}, .n_wmodes = n_wmodes,
-                     .batch_sizes = batch_sizes, .n_batch_sizes = n_batch_sizes, .modes = modes, .n_modes = n_modes};
+                     .batch_sizes = batch_sizes, .n_batch_sizes = n_batch_sizes, .modes = modes, .n_modes = n_modes,
+                     .local_devices = devices > 0 ? devices : 1, .base_rss_mb = base_rss_mb()};
     return txc_cli_run_parallel(tp, devices, &wopts, bench_body, &ba);
 }
