@@ -60,8 +60,9 @@ mpi 2 "$TXC" bench --model "$MODEL" --tp 2 --threads 1 --no-compile-cache -n 16 
 rc=$?
 if [ $rc -eq 0 ] && grep -q "^tensor parallel: --tp 2, 2 processes over MPI; rank 0's weights .*(0\.5[0-9]*x)" "$tmp/b" &&
   grep -q "^all_reduce of one hidden-state row (64 float32)" "$tmp/b" && grep -q "^collectives, jit-static" "$tmp/b" &&
-  [ "$(grep -c "^tensor parallel" "$tmp/b")" -eq 1 ]; then
-  ok "bench --tp 2: rank 0 alone prints the per-rank weights, the all_reduce latency and the collectives"
+  [ "$(grep -c "^tensor parallel" "$tmp/b")" -eq 1 ] && grep -q "^(bound: weights + KV cache + the process's .* MB before the load" "$tmp/b" &&
+  ! grep -q " OVER$" "$tmp/b"; then
+  ok "bench --tp 2: rank 0 alone prints the per-rank weights, the all_reduce latency, the collectives, rows within the RSS bound"
 else
   bad "bench --tp 2 (rc $rc): $(tail -8 "$tmp/b") $(cat "$tmp/be")"
 fi

@@ -157,6 +157,14 @@ struct txc_gguf;
 txc_status txc_gguf_model_config(const struct txc_gguf *g, txc_hf_config *out);
 txc_status txc_gguf_model_table(const struct txc_gguf *g, const txc_hf_config *c, txc_safetensors **out);
 
+/* Drop the pages wholly inside [p, p + n) of a read-only private file
+ * mapping from this process's page tables (MADV_DONTNEED: the mapping is
+ * not written, so the next read faults them in again from the page cache),
+ * so a copy out of the mapping does not leave the source in the RSS; pages
+ * shared with a neighbouring range stay. A refusal only leaves the RSS
+ * higher (weights.c). */
+void txc_impl_drop_mapped_pages(const void *p, size_t n);
+
 /* Where the weights live (weights.c): with mode COPY, move every parameter
  * whose array is in a mapping of `st`'s files into one anonymous read-only
  * buffer (read from the files; the tensors keep their identity: their

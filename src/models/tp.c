@@ -15,7 +15,8 @@
  *
  * Each rank reads only its slices of the file: a colwise weight's rows are
  * one contiguous range of the mapping (zero copy), a rowwise weight's
- * columns are copied out row by row. Norms and o/down biases are
+ * columns are copied out row by row (and the tensor's pages of the mapping
+ * dropped again: otherwise every rank's RSS keeps all of o and down). Norms and o/down biases are
  * replicated. Phi-3's fused qkv_proj / gate_up_proj are split block by
  * block (this rank's q rows, k rows, v rows: three zero-copy ranges, three
  * parameters), so the forward runs the unfused path. Where vocab_size
@@ -162,6 +163,7 @@ txc_status txc_tp_slice(const txc_model *m, const txc_st_tensor *t, int split, t
             const char *src = (const char *)t->data + (size_t)r * part;
             for (int64_t i = 0; i < t->shape[0]; i++)
                 memcpy(dst + (size_t)i * part, src + (size_t)i * full, part);
+            txc_impl_drop_mapped_pages(t->data, t->nbytes); /* every row's pages were read */
         }
     }
     return *out ? TXC_OK : txc_last_status();
@@ -194,6 +196,7 @@ txc_status txc_tp_slice_part(const txc_model *m, const txc_st_tensor *t, int64_t
         const char *src = (const char *)t->data + (size_t)first * es;
         for (int64_t i = 0; i < t->shape[0]; i++)
             memcpy(dst + (size_t)i * part, src + (size_t)i * full, part);
+        txc_impl_drop_mapped_pages(t->data, t->nbytes);
     }
     return *out ? TXC_OK : txc_last_status();
 }

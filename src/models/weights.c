@@ -93,10 +93,16 @@ static void copy_task(void *ctx, int64_t i)
     if (done == k->n)
         return;
     memcpy(k->dst + done, k->src + done, k->n - done);
-    /* Drop the source pages wholly inside this chunk from the RSS (a page
-     * shared with a neighbouring chunk stays until the munmap). */
-    uintptr_t lo = ((uintptr_t)k->src + c->page - 1) & ~(uintptr_t)(c->page - 1);
-    uintptr_t hi = ((uintptr_t)k->src + k->n) & ~(uintptr_t)(c->page - 1);
+    /* (a page shared with a neighbouring chunk stays until the munmap) */
+    txc_impl_drop_mapped_pages(k->src, k->n);
+}
+
+void txc_impl_drop_mapped_pages(const void *p, size_t n)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    const uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096;
+    uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1);
+    uintptr_t hi = ((uintptr_t)p + n) & ~(page - 1);
     if (hi > lo)
         (void)madvise((void *)lo, hi - lo, MADV_DONTNEED); /* refused: only the RSS is higher */
 }

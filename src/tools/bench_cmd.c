@@ -21,7 +21,8 @@
  * decode steps), the GB/s that makes at the row's decode tokens/s, and the
  * row's peak RSS (VmHWM, reset before each row where the kernel allows,
  * else the process's peak so far) against the bound weights + KV cache +
- * 64 MiB (each load's own peak is printed with its time); with --membw, the machine's read bandwidth (a streaming
+ * the process's RSS before the load (libraries, MPI's buffers) + 64 MiB
+ * (with --devices cpu:N, N devices' weights and caches: the process holds them all) (each load's own peak is printed with its time); with --membw, the machine's read bandwidth (a streaming
  * read of 1 GiB of huge pages on every thread with the decode GEMV's loads
  * and prefetch — txc_kern_read_bytes — median of 5 passes, measured after the rows
  * so that it does not count in their RSS) and each row's fraction of it. A
@@ -115,7 +116,7 @@ typedef struct bench_row {
     double bytes_per_token, decode_gbps, peak_rss_mb;
     double prefill_gflops;   /* over the prefill time less its compilation */
     double prefill_compile_ms;
-    double rss_bound_mb;     /* weights + KV cache + 64 MiB */
+    double rss_bound_mb;     /* weights + KV cache + the RSS before the load + 64 MiB */
     int weights_index;       /* into bench_info.loads */
     /* --profile: the compiled prefill and decode steps' kernel time by op kind and GEMM shape */
     txc_bench_profile prefill_prof, decode_prof;
@@ -370,26 +371,44 @@ static bool reset_peak_rss(void)
     return ok;
 }
 
+/* A "VmHWM:" / "VmRSS:" line of /proc/self/status in MiB, -1 where absent. */
+static double status_mb(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long kb = -1;
+    size_t n = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, key, n) == 0) {
+            kb = strtol(line + n, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return kb > 0 ? (double)kb / 1024.0 : -1;
+}
+
 /* VmHWM in MB (since the last reset), else getrusage's peak of the process. */
 static double peak_rss_mb(void)
 {
-    FILE *f = fopen("/proc/self/status", "r");
-    if (f) {
-        char line[256];
-        long kb = -1;
-        while (fgets(line, sizeof line, f))
-            if (strncmp(line, "VmHWM:", 6) == 0) {
-                kb = strtol(line + 6, NULL, 10);
-                break;
-            }
-        fclose(f);
-        if (kb > 0)
-            return (double)kb / 1024.0;
-    }
+    double hwm = status_mb("VmHWM:");
+    if (hwm > 0)
+        return hwm;
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0)
         return 0;
     return (double)ru.ru_maxrss / 1024.0; /* kilobytes on Linux */
+}
+
+/* The process's resident memory before the model exists (the binary, the
+ * libraries, the thread pool; under mpirun Open MPI's libraries and buffers:
+ * 14 MB a rank against 6.5 MB alone, measured on qwen2.5-0.5b): the RSS
+ * bound's base. 0 where /proc is absent. */
+static double base_rss_mb(void)
+{
+    double rss = status_mb("VmRSS:");
+    return rss > 0 ? rss : 0;
 }
 
 /* Is `name` an input embedding (a row gather, no multiply)? */
@@ -589,6 +608,8 @@ typedef struct bench_info {
     size_t llc_bytes;          /* last-level cache, 0: unknown */
     bench_load loads[2];       /* one per weights mode (one for a synthetic model) */
     int n_loads;
+    double base_rss_mb;        /* the RSS before the first load (base_rss_mb) */
+    int64_t local_devices;     /* the devices in this process, each holding its shards */
 } bench_info;
 
 /* Does the row read from cache rather than memory: its bytes per token fit
@@ -652,6 +673,7 @@ static void print_json(const bench_info *bi, const bench_row *rows, int n, bool 
     cJSON_AddNumberToObject(m, "peak_gflops", round_to(bi->peak.gflops, 1e-3));
     cJSON_AddStringToObject(m, "peak_kind", bi->peak.what);
     cJSON_AddNumberToObject(m, "llc_bytes", (double)bi->llc_bytes);
+    cJSON_AddNumberToObject(j, "base_rss_mb", round_to(bi->base_rss_mb, 1e-1));
     cJSON *loads = cJSON_AddArrayToObject(j, "loads");
     for (int i = 0; i < bi->n_loads; i++) {
         const bench_load *l = &bi->loads[i];
@@ -863,8 +885,9 @@ static void print_table(const bench_info *bi, const bench_row *rows, int n, bool
                r->decode_gbps, frac, r->prefill_gflops,
                bi->peak.gflops > 0 ? 100.0 * r->prefill_gflops / bi->peak.gflops : 0.0, r->peak_rss_mb, bound);
     }
-    printf("(bound: weights + KV cache + 64 MiB; peak RSS of each row's generation%s)\n",
-           bi->loads[0].hwm_reset ? "" : ", here since the process started: the kernel refused the reset");
+    printf("(bound: weights + KV cache%s + the process's %.1f MB before the load + 64 MiB; peak RSS of each row's "
+           "generation%s)\n",
+           bi->local_devices > 1 ? " of every device in this process" : "", bi->base_rss_mb, bi->loads[0].hwm_reset ? "" : ", here since the process started: the kernel refused the reset");
     printf("\n");
     if (bi->profile_note)
         printf("note: %s\n", bi->profile_note);
@@ -1007,6 +1030,8 @@ typedef struct bench_args {
     int n_batch_sizes;
     const bench_mode *const *modes;
     int n_modes;
+    int64_t local_devices; /* the devices in this process (--devices cpu:N: N, else 1) */
+    double base_rss_mb;    /* the process's RSS before any device loads (base_rss_mb) */
 } bench_args;
 
 /* Load, run every mode, print: what every device runs (SPMD), one of them printing. */
@@ -1035,6 +1060,8 @@ static int bench_body(void *ctx, const txc_cli_device *dev)
     txc_model_options mo = {.convert_dtype = dtype_name != NULL && !synthetic, .dtype = dtype, .weights = wmodes[0],
                             .no_hugepages = wopts.no_hugepages, .check_tensors = wopts.check_tensors,
                             .tp_mesh = dev->mesh};
+    bi.base_rss_mb = a->base_rss_mb;
+    bi.local_devices = a->local_devices;
     bi.loads[0].hwm_reset = reset_peak_rss();
     double t0 = txc_cli_now_ms();
     if (synthetic) {
@@ -1176,9 +1203,11 @@ static int bench_body(void *ctx, const txc_cli_device *dev)
             r->decode_gbps = r->bytes_per_token * r->decode_tok_s / 1e9;
             double pms = r->prefill_ms - r->prefill_compile_ms;
             r->prefill_gflops = pms > 0 ? pflops / (pms * 1e6) : 0;
-            r->rss_bound_mb = ((double)bi.loads[w].info.param_bytes +
-                               kv_bytes(model, modes[i], bi.max_cache_len, (int64_t)n_prompt + r->n_new)) /
-                                  (1 << 20) + 64.0;
+            /* (every in-process device holds its own shards: the process holds them all) */
+            r->rss_bound_mb = (double)a->local_devices *
+                                  ((double)bi.loads[w].info.param_bytes +
+                                   kv_bytes(model, modes[i], bi.max_cache_len, (int64_t)n_prompt + r->n_new)) /
+                                  (1 << 20) + bi.base_rss_mb + 64.0;
             done++;
         }
     }
@@ -1432,6 +1461,7 @@ int txc_cmd_bench(int argc, char **argv)
                      .prompt_tokens = prompt_tokens, .max_cache_len = max_cache_len, .seed = seed,
                      .baseline_limit = baseline_limit, .json = json, .membw = membw, .profile = profile,
                      .wopts = wopts, .dtype = dtype, .wmodes = {wmodes[0], wmodes[1]}, .n_wmodes = n_wmodes,
-                     .batch_sizes = batch_sizes, .n_batch_sizes = n_batch_sizes, .modes = modes, .n_modes = n_modes};
+                     .batch_sizes = batch_sizes, .n_batch_sizes = n_batch_sizes, .modes = modes, .n_modes = n_modes,
+                     .local_devices = devices > 0 ? devices : 1, .base_rss_mb = base_rss_mb()};
     return txc_cli_run_parallel(tp, devices, &wopts, bench_body, &ba);
 }
