@@ -122,6 +122,11 @@ code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/models/gpt-4")
 code=$(curl -s -o "$tmp/b" -w '%{http_code}' -X DELETE "$U/v1/models/stories260K")
 [ "$code" = 405 ] && ok "DELETE /v1/models/stories260K: 405" || bad "DELETE models/ID: $code"
 
+# --- an integer past int64's range is out of range, not "not an integer" ------------------------
+code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/completions" -d '{"prompt": "x", "max_tokens": 1, "seed": 18446744073709551615}')
+[ "$code" = 400 ] && py "$tmp/b" "d['error']['message']" | grep -q "'seed' must be in \\[" \
+  && ok "seed 2^64-1: 400, out of range" || bad "seed 2^64-1: $code $(cat "$tmp/b")"
+
 # --- a request head over the limit (64 KiB): a JSON 431, not the HTTP library's page ------------
 big=$(python3 -c 'print("a" * 70000)')
 code=$(curl -s -o "$tmp/b" -w '%{http_code}' "$U/v1/completions" -H "X-Big: $big" -d '{"prompt": "x", "max_tokens": 1}')
