@@ -436,7 +436,18 @@ static PyObject *jit_gemm_profile(JitObject *self, PyObject *noargs)
     return l;
 }
 
+/* txc_jit_dump_last_graph: the last compiled plan's graph (after the passes) on stderr */
+static PyObject *jit_dump_graph(JitObject *self, PyObject *noargs)
+{
+    fflush(stderr);
+    txc_jit_dump_last_graph(self->jit, stderr);
+    fflush(stderr);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef jit_methods[] = {
+    {"dump_graph", (PyCFunction)jit_dump_graph, METH_NOARGS,
+     "txc_jit_dump_last_graph: the last compiled graph (after the passes) on stderr"},
     {"set_profile", (PyCFunction)jit_set_profile, METH_O,
      "txc_jit_set_profile: time every kernel launch of the following calls"},
     {"profile", (PyCFunction)jit_profile, METH_NOARGS, "txc_jit_get_profile: [(op, calls, ms)], most time first"},

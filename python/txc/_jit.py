@@ -289,6 +289,11 @@ class Jit:
         (a linear group's summed over its `parts` linears), K the inner dim."""
         return self._c.gemm_profile()
 
+    def dump_graph(self):
+        """Print the last compiled plan's graph, after the passes, on stderr (txc_jit_dump_last_graph):
+        one line per kernel node (fused programs marked `fused:`), the views and inputs."""
+        self._c.dump_graph()
+
     @property
     def last_recompile_reason(self):
         return self._c.stats()["last_recompile_reason"]

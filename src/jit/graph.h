@@ -108,6 +108,18 @@ int txc_pass_fold(txc_graph *g, txc_env *env);
 /* Elementwise fusion: chains of float32 elementwise ops whose
  * intermediates have one consumer become one node running a fused program. */
 int txc_pass_fuse(txc_graph *g);
+/* Pattern rewrites (jit/patterns.c): transformers' decomposed LlamaRMSNorm
+ * (to(float32), pow, mean, add eps, rsqrt, mul, to(dtype), mul weight)
+ * becomes one aten::rms_norm node, apply_rotary_pos_emb's x * cos +
+ * rotate_half(x) * sin one txc::rotary_embedding node; the pattern's last
+ * node keeps its value and becomes the kernel, the others die. Returns the
+ * number of nodes removed. */
+int txc_pass_patterns(txc_graph *g);
+/* Whether node `root` of the traced graph `traced` (before any pass) is the
+ * last node of a pattern that txc_pass_patterns rewrites into n's op and
+ * attributes (the compile cache's loader: a rewritten node read from a
+ * file must be one the pass would make; its inputs may differ by CSE). */
+bool txc_pattern_check(const txc_graph *traced, int root, const txc_node *n);
 /* Residual adds into the linear before them: add(linear(...), r) becomes
  * one linear node with TXC_ATTR_RESIDUAL (r added after the bias, the
  * same bits), when the linear's result has no other reader and r is

@@ -559,6 +559,7 @@ static txc_plan *compile(txc_jit *jit, txc_tensor *const *in, int n, const void 
         txc_pass_dce(g);
         txc_pass_cse(g);
         txc_pass_fold(g, jit->env);
+        txc_pass_patterns(g);
         txc_pass_fuse(g);
         txc_pass_residual(g);
         txc_pass_dce(g);

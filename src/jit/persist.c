@@ -586,7 +586,9 @@ static bool same_attrs(const txc_op_attrs *a, const txc_op_attrs *b)
  * inputs of nodes (CSE, fusion), fused programs, buffers turned into
  * constants (folding), the buffer of views, the outputs (CSE), the arena
  * offsets, and linears that absorbed the add after them (the residual
- * pass: one more input, TXC_ATTR_RESIDUAL, the add's output). A plan read from a file must be the traced graph in
+ * pass: one more input, TXC_ATTR_RESIDUAL, the add's output), and the last
+ * nodes of the patterns jit/patterns.c rewrites (another op, inputs and
+ * attributes: checked by matching the pattern in the traced graph). A plan read from a file must be the traced graph in
  * everything else. (A pass that breaks this rule makes every load fail
  * safely, and the round-trip tests fail.) */
 static bool matches_trace(const txc_graph *g, const txc_graph *t, char *why, size_t cap)
@@ -629,6 +631,10 @@ static bool matches_trace(const txc_graph *g, const txc_graph *t, char *why, siz
                          (add->in[0] == b->out || add->in[1] == b->out);
             }
         }
+        /* the pattern pass: the last node of a decomposed norm / rotary embedding as the one kernel */
+        if (a->op != b->op && !a->fused && !a->is_view && !a->inplace && a->out == b->out && !b->is_view &&
+            !b->inplace && txc_pattern_check(t, i, a))
+            continue;
         if (a->op != b->op || !out_ok || a->is_view != b->is_view || a->inplace != b->inplace ||
             (!a->fused && a->n_in != b->n_in + residual) || !same_attrs(&aa, &b->attrs)) {
             say(why, cap, "corrupt (not the traced graph: node %d)", i);

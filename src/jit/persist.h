@@ -34,7 +34,7 @@
 #include <stdint.h>
 #include "jit/graph.h"
 
-#define TXC_PLAN_FORMAT 1
+#define TXC_PLAN_FORMAT 2 /* 2: nodes rewritten by the pattern pass (jit/patterns.c) */
 #define TXC_PLAN_MAX_FILE ((int64_t)1 << 30)
 
 typedef struct txc_plan_key {
