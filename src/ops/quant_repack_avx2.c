@@ -1,0 +1,129 @@
+/* AVX2 kernels over weights interleaved in groups of 8 rows (ops/
+ * quant_impl.h, "Interleaved weights"): a 32-byte register holds the same
+ * 4 weight bytes of the group's 8 rows, and meets the activation's same
+ * 4 bytes broadcast to every lane (_mm256_maddubs_epi16, then
+ * _mm256_madd_epi16): lane i of the int32 result is row i's exact dot over
+ * the block, so each block costs one conversion and one FMA for all 8 rows,
+ * and there is no horizontal sum. Results: txc_qdot_r8_ref's bits. */
+#include <string.h>
+
+#include "ops/kernels.h"
+#include "ops/quant_impl.h"
+
+#if TXC_HAVE_X86
+
+TXC_INLINE_AVX2 __m256i bcast4(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+/* sum(q) of activation block b, from the pair layout's iv */
+TXC_INLINE_AVX2 int32_t qsum(const txc_qact *a, int64_t b) { return a->iv[8 * (b >> 1) + 4 * (b & 1)]; }
+
+/* Q4_0 / Q4_1: the nibbles as unsigned 0..15 against the signed
+ * activation; the 8 maddubs' int16 sums add without overflow (|.| <= 8 * 2
+ * * 15 * 127 = 30480), one madd gives the 8 rows' int32 dots; Q4_0's
+ * offset 8 comes off as 8 * sum(q_a) (exact). Q8_0: signed weights by the
+ * sign trick (|w| x sign(a, w), |.| <= 2 * 128 * 127 per int16), a madd per
+ * 4 bytes. */
+TXC_INLINE_AVX2 void r8_kernel(txc_dtype dt, const uint8_t *w, size_t rb, int64_t ng, int64_t nb, const txc_qact *a,
+                               int m, float *y, int64_t ldy)
+{
+    const bool Q8 = dt == TXC_Q8_0, MIN = dt == TXC_Q4_1;
+    const size_t GB = Q8 ? 272 : MIN ? 160 : 144, QO = MIN ? 32 : 16;
+    const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+    for (int64_t g = 0; g < ng; g++) {
+        const uint8_t *gp = w + (size_t)g * 8 * rb;
+        __m256 acc[TXC_QDOT_M], accm[TXC_QDOT_M];
+        for (int r = 0; r < m; r++)
+            acc[r] = accm[r] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *p = gp + (size_t)b * GB;
+            _mm_prefetch((const char *)(p + 8 * GB), _MM_HINT_T0);
+            __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+            if (Q8) {
+                __m256i wv[8], ax[8];
+                for (int c = 0; c < 8; c++) {
+                    wv[c] = _mm256_loadu_si256((const __m256i *)(p + QO + 32 * c));
+                    ax[c] = _mm256_sign_epi8(wv[c], wv[c]);
+                }
+                for (int r = 0; r < m; r++) {
+                    const int8_t *q = a[r].qs + b * 32;
+                    __m256i s = _mm256_setzero_si256();
+                    for (int c = 0; c < 8; c++)
+                        s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(
+                                                                      ax[c], _mm256_sign_epi8(bcast4(q + 4 * c), wv[c])),
+                                                                  ones));
+                    acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, _mm256_set1_ps(a[r].d[b])),
+                                             acc[r]);
+                }
+            } else {
+                __m256i lo[4], hi[4];
+                for (int t = 0; t < 4; t++) {
+                    __m256i raw = _mm256_loadu_si256((const __m256i *)(p + QO + 32 * t));
+                    lo[t] = _mm256_and_si256(raw, m4);
+                    hi[t] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+                }
+                __m256 mw = MIN ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 16))) : _mm256_setzero_ps();
+                for (int r = 0; r < m; r++) {
+                    const int8_t *q = a[r].qs + b * 32;
+                    __m256i s0 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[0], bcast4(q)),
+                                                  _mm256_maddubs_epi16(lo[1], bcast4(q + 4)));
+                    __m256i s1 = _mm256_add_epi16(_mm256_maddubs_epi16(lo[2], bcast4(q + 8)),
+                                                  _mm256_maddubs_epi16(lo[3], bcast4(q + 12)));
+                    __m256i s2 = _mm256_add_epi16(_mm256_maddubs_epi16(hi[0], bcast4(q + 16)),
+                                                  _mm256_maddubs_epi16(hi[1], bcast4(q + 20)));
+                    __m256i s3 = _mm256_add_epi16(_mm256_maddubs_epi16(hi[2], bcast4(q + 24)),
+                                                  _mm256_maddubs_epi16(hi[3], bcast4(q + 28)));
+                    __m256i i32 = _mm256_madd_epi16(_mm256_add_epi16(_mm256_add_epi16(s0, s1), _mm256_add_epi16(s2, s3)),
+                                                    ones);
+                    if (!MIN)
+                        i32 = _mm256_sub_epi32(i32, _mm256_set1_epi32(8 * qsum(&a[r], b)));
+                    acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32), _mm256_mul_ps(dw, _mm256_set1_ps(a[r].d[b])),
+                                             acc[r]);
+                    if (MIN)
+                        accm[r] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a[r].s[b]), accm[r]);
+                }
+            }
+        }
+        for (int r = 0; r < m; r++)
+            _mm256_storeu_ps(y + r * ldy + 8 * g, MIN ? _mm256_add_ps(acc[r], accm[r]) : acc[r]);
+    }
+}
+
+#define R8_ENTRY(T, DT)                                                                                  \
+    TXC_AVX2 static void qdot_r8_##T(txc_dtype dt, const uint8_t *w, size_t rb, int64_t ng, int64_t K,     \
+                                     const txc_qact *a, int m, float *y, int64_t ldy)                    \
+    {                                                                                                    \
+        (void)dt;                                                                                        \
+        switch (m) {                                                                                     \
+        case 1: r8_kernel(DT, w, rb, ng, K / 32, a, 1, y, ldy); break;                                   \
+        case 2: r8_kernel(DT, w, rb, ng, K / 32, a, 2, y, ldy); break;                                   \
+        case 3: r8_kernel(DT, w, rb, ng, K / 32, a, 3, y, ldy); break;                                   \
+        default: r8_kernel(DT, w, rb, ng, K / 32, a, 4, y, ldy); break;                                  \
+        }                                                                                                \
+    }
+
+R8_ENTRY(q4_0, TXC_Q4_0)
+R8_ENTRY(q4_1, TXC_Q4_1)
+R8_ENTRY(q8_0, TXC_Q8_0)
+
+txc_qdot_fn txc_qdot_r8_avx2_for(txc_dtype dt)
+{
+    switch (dt) {
+    case TXC_Q4_0: return qdot_r8_q4_0;
+    case TXC_Q4_1: return qdot_r8_q4_1;
+    case TXC_Q8_0: return qdot_r8_q8_0;
+    default: return NULL;
+    }
+}
+
+#else
+txc_qdot_fn txc_qdot_r8_avx2_for(txc_dtype dt)
+{
+    (void)dt;
+    return NULL;
+}
+#endif
