@@ -4,7 +4,8 @@
  *
  * - the repack is in place and keeps the size; embedding rows read from it
  *   are the dequantized rows, exactly (tail rows included);
- * - linear on a repacked weight, at SIMD levels 0 (portable) and 1 (AVX2),
+ * - linear on a repacked weight, at SIMD levels 0 (portable), 1 (AVX2) and
+ *   2 (AVX-512 VNNI where the CPU has it, else AVX2 again),
  *   1..3 threads, M = 1..9 activation rows: bit for bit the order of
  *   ops/quant_impl.h recomputed here from ggml's row layout (per 32-block
  *   the exact integer dot, one fmaf a block; Q4_1's min in a second chain),
@@ -172,7 +173,7 @@ static void check_linear(txc_env *env, txc_dtype dt, int64_t N, int64_t K)
     float *want = malloc((size_t)(M * N) * 4);
     oracle(dt, plain, xp, M, N, K, want);
     check_bound(dt, want, xp, w, plain, M, N, K);
-    for (int level = 0; level <= 1; level++) {
+    for (int level = 0; level <= 2; level++) {
         txc_kern_set_simd_level(level);
         for (int th = 1; th <= 3; th++) {
             assert_int_equal(txc_threads_set(th), TXC_OK);

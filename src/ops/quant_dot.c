@@ -316,6 +316,11 @@ static txc_qdot_fn pick(txc_dtype dt)
 static txc_qdot_fn pick_r8(txc_dtype dt)
 {
 #if TXC_HAVE_X86
+    if (txc_kern_simd_level() >= 2) {
+        txc_qdot_fn f = txc_qdot_r8_vnni_for(dt);
+        if (f)
+            return f;
+    }
     if (txc_kern_simd_level() >= 1) {
         txc_qdot_fn f = txc_qdot_r8_avx2_for(dt);
         if (f)

@@ -128,6 +128,9 @@ void txc_qdot_r8_ref(txc_dtype dt, const uint8_t *w, size_t row_bytes, int64_t n
                      int m, float *y, int64_t ldy);
 /* NULL when this type has no AVX2 kernel over the interleaved layout. */
 txc_qdot_fn txc_qdot_r8_avx2_for(txc_dtype dt);
+/* The AVX-512 VNNI one (the same bits; SIMD level 2): NULL without it or
+ * without AVX-512 VNNI and VL on this CPU. */
+txc_qdot_fn txc_qdot_r8_vnni_for(txc_dtype dt);
 /* n rows of ggml's layout at w, in the interleaved kernels' order (the
  * tail rows of a repacked weight); arguments as txc_qdot_fn. */
 void txc_qdot_r8_tail(txc_dtype dt, const uint8_t *w, size_t row_bytes, int64_t n, int64_t K, const txc_qact *a,

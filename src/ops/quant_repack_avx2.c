@@ -93,6 +93,72 @@ TXC_INLINE_AVX2 void r8_kernel(txc_dtype dt, const uint8_t *w, size_t rb, int64_
     }
 }
 
+/* The same sums with AVX-512 VNNI on 256-bit registers (vpdpbusd: the
+ * four u8 x s8 products of each int32 lane added into it, exact, no int16
+ * step): the same integers, so the same bits as r8_kernel. */
+#define TXC_VNNI_TARGET "avx512f,avx512vl,avx512bw,avx512vnni,avx2,fma,f16c"
+static inline __attribute__((always_inline, target(TXC_VNNI_TARGET))) void
+r8_kernel_vnni(txc_dtype dt, const uint8_t *w, size_t rb, int64_t ng, int64_t nb, const txc_qact *a, int m, float *y,
+               int64_t ldy)
+{
+    const bool Q8 = dt == TXC_Q8_0, MIN = dt == TXC_Q4_1;
+    const size_t GB = Q8 ? 272 : MIN ? 160 : 144, QO = MIN ? 32 : 16;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    for (int64_t g = 0; g < ng; g++) {
+        const uint8_t *gp = w + (size_t)g * 8 * rb;
+        __m256 acc[TXC_QDOT_M], accm[TXC_QDOT_M];
+        for (int r = 0; r < m; r++)
+            acc[r] = accm[r] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *p = gp + (size_t)b * GB;
+            _mm_prefetch((const char *)(p + 8 * GB), _MM_HINT_T0);
+            __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+            if (Q8) {
+                __m256i wv[8], ax[8];
+                for (int c = 0; c < 8; c++) {
+                    wv[c] = _mm256_loadu_si256((const __m256i *)(p + QO + 32 * c));
+                    ax[c] = _mm256_sign_epi8(wv[c], wv[c]);
+                }
+                for (int r = 0; r < m; r++) {
+                    const int8_t *q = a[r].qs + b * 32;
+                    __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+                    for (int c = 0; c < 8; c += 2) {
+                        s0 = _mm256_dpbusd_epi32(s0, ax[c], _mm256_sign_epi8(bcast4(q + 4 * c), wv[c]));
+                        s1 = _mm256_dpbusd_epi32(s1, ax[c + 1], _mm256_sign_epi8(bcast4(q + 4 * c + 4), wv[c + 1]));
+                    }
+                    acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s0, s1)),
+                                             _mm256_mul_ps(dw, _mm256_set1_ps(a[r].d[b])), acc[r]);
+                }
+            } else {
+                __m256i lo[4], hi[4];
+                for (int t = 0; t < 4; t++) {
+                    __m256i raw = _mm256_loadu_si256((const __m256i *)(p + QO + 32 * t));
+                    lo[t] = _mm256_and_si256(raw, m4);
+                    hi[t] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+                }
+                __m256 mw = MIN ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 16))) : _mm256_setzero_ps();
+                for (int r = 0; r < m; r++) {
+                    const int8_t *q = a[r].qs + b * 32;
+                    __m256i s0 = MIN ? _mm256_setzero_si256() : _mm256_set1_epi32(-8 * qsum(&a[r], b));
+                    __m256i s1 = _mm256_setzero_si256();
+                    for (int t = 0; t < 4; t += 2) {
+                        s0 = _mm256_dpbusd_epi32(s0, lo[t], bcast4(q + 4 * t));
+                        s1 = _mm256_dpbusd_epi32(s1, lo[t + 1], bcast4(q + 4 * t + 4));
+                        s0 = _mm256_dpbusd_epi32(s0, hi[t], bcast4(q + 16 + 4 * t));
+                        s1 = _mm256_dpbusd_epi32(s1, hi[t + 1], bcast4(q + 20 + 4 * t));
+                    }
+                    acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(s0, s1)),
+                                             _mm256_mul_ps(dw, _mm256_set1_ps(a[r].d[b])), acc[r]);
+                    if (MIN)
+                        accm[r] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a[r].s[b]), accm[r]);
+                }
+            }
+        }
+        for (int r = 0; r < m; r++)
+            _mm256_storeu_ps(y + r * ldy + 8 * g, MIN ? _mm256_add_ps(acc[r], accm[r]) : acc[r]);
+    }
+}
+
 #define R8_ENTRY(T, DT)                                                                                  \
     TXC_AVX2 static void qdot_r8_##T(txc_dtype dt, const uint8_t *w, size_t rb, int64_t ng, int64_t K,     \
                                      const txc_qact *a, int m, float *y, int64_t ldy)                    \
@@ -106,9 +172,38 @@ TXC_INLINE_AVX2 void r8_kernel(txc_dtype dt, const uint8_t *w, size_t rb, int64_
         }                                                                                                \
     }
 
+#define R8_ENTRY_VNNI(T, DT)                                                                             \
+    __attribute__((target(TXC_VNNI_TARGET))) static void qdot_r8v_##T(                                   \
+        txc_dtype dt, const uint8_t *w, size_t rb, int64_t ng, int64_t K, const txc_qact *a, int m, float *y, \
+        int64_t ldy)                                                                                     \
+    {                                                                                                    \
+        (void)dt;                                                                                        \
+        switch (m) {                                                                                     \
+        case 1: r8_kernel_vnni(DT, w, rb, ng, K / 32, a, 1, y, ldy); break;                              \
+        case 2: r8_kernel_vnni(DT, w, rb, ng, K / 32, a, 2, y, ldy); break;                              \
+        case 3: r8_kernel_vnni(DT, w, rb, ng, K / 32, a, 3, y, ldy); break;                              \
+        default: r8_kernel_vnni(DT, w, rb, ng, K / 32, a, 4, y, ldy); break;                             \
+        }                                                                                                \
+    }
+
 R8_ENTRY(q4_0, TXC_Q4_0)
 R8_ENTRY(q4_1, TXC_Q4_1)
 R8_ENTRY(q8_0, TXC_Q8_0)
+R8_ENTRY_VNNI(q4_0, TXC_Q4_0)
+R8_ENTRY_VNNI(q4_1, TXC_Q4_1)
+R8_ENTRY_VNNI(q8_0, TXC_Q8_0)
+
+txc_qdot_fn txc_qdot_r8_vnni_for(txc_dtype dt)
+{
+    if (!__builtin_cpu_supports("avx512vnni") || !__builtin_cpu_supports("avx512vl"))
+        return NULL;
+    switch (dt) {
+    case TXC_Q4_0: return qdot_r8v_q4_0;
+    case TXC_Q4_1: return qdot_r8v_q4_1;
+    case TXC_Q8_0: return qdot_r8v_q8_0;
+    default: return NULL;
+    }
+}
 
 txc_qdot_fn txc_qdot_r8_avx2_for(txc_dtype dt)
 {
@@ -122,6 +217,11 @@ txc_qdot_fn txc_qdot_r8_avx2_for(txc_dtype dt)
 
 #else
 txc_qdot_fn txc_qdot_r8_avx2_for(txc_dtype dt)
+{
+    (void)dt;
+    return NULL;
+}
+txc_qdot_fn txc_qdot_r8_vnni_for(txc_dtype dt)
 {
     (void)dt;
     return NULL;
