@@ -163,6 +163,7 @@ txc_status txc_model_place_weights(txc_model *m, const txc_safetensors *st, txc_
 
     double t0 = now_ms();
     bool repack = txc_quant_repack_enabled();
+    double tr = 0;
     txc_storage *buf = txc_storage_new_anon(total, hugepages);
     if (!buf) {
         s = txc_last_status();
@@ -200,9 +201,11 @@ txc_status txc_model_place_weights(txc_model *m, const txc_safetensors *st, txc_
             if (!(dst[j] = txc_array_from_storage(buf, off[j], src[j]->dtype, src[j]->ndim, src[j]->shape)))
                 s = txc_last_status();
         /* block-quantized weights interleaved by 8 rows, in place in the copy (the same bytes) */
+        tr = now_ms();
         for (int j = 0; j < n && s == TXC_OK && repack; j++)
             if ((s = txc_quant_repack(dst[j])) == TXC_OK && dst[j]->interleave)
                 m->weights.repacked_bytes += dst[j]->nbytes;
+        m->weights.repack_ms = now_ms() - tr;
         txc_storage_seal(buf);
     }
     if (s == TXC_OK) /* swap: every tensor over a copied array now views the copy */
@@ -233,10 +236,12 @@ txc_status txc_model_place_weights(txc_model *m, const txc_safetensors *st, txc_
         if (in_file(a) || a->interleave || t->offset != 0 || t->numel != a->numel ||
             !txc_quant_interleave_for(a->dtype, a->ndim == 2 ? a->shape[0] : 0))
             continue;
+        tr = now_ms();
         if ((s = txc_quant_repack(a)) == TXC_OK)
             m->weights.repacked_bytes += a->nbytes;
+        m->weights.repack_ms += now_ms() - tr;
     }
-    m->weights.copy_ms = now_ms() - t0;
+    m->weights.copy_ms = now_ms() - t0 - m->weights.repack_ms;
 done:
     for (int j = 0; j < n; j++)
         txc_array_release(src[j]);
