@@ -12,7 +12,8 @@
  *   so every output row agrees whatever the batch, the threads or the
  *   kernel; and within the error bound of ops/quant_impl.h of the float32
  *   product with the dequantized weight; row counts N = 8, 13, 37, 80
- *   (5 and 5 tail rows past the groups) and K of 1, 3, 9 and 16 blocks;
+ *   (5 and 5 tail rows past the groups) and K of 1, 3, 9 and 16 blocks
+ *   (Q4_K: 1, 3, 2 and 4 super-blocks);
  * - the grouped GEMV of sibling projections on repacked weights (tails
  *   too): the separate linears' bits;
  * - what is not repacked: the other types and fewer than 8 rows;
@@ -35,7 +36,7 @@
 #include "txc/tensor.h"
 #include "txc/threads.h"
 
-static const txc_dtype R8[] = {TXC_Q4_0, TXC_Q4_1, TXC_Q8_0};
+static const txc_dtype R8[] = {TXC_Q4_0, TXC_Q4_1, TXC_Q8_0, TXC_Q4_K};
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static float frand(void) /* about N(0, 1) */
@@ -95,10 +96,48 @@ static float h2f(const uint8_t *p)
     return txc_f16_to_f32(h);
 }
 
+/* Q4_K's order (ops/quant_impl.h): per super-block the exact sum_j sc_j dot_j and sum_j m_j bsum_j */
+static void oracle_q4k(const uint8_t *plain, const float *x, int64_t M, int64_t N, int64_t K, float *y)
+{
+    size_t qb = txc_qact_row_bytes(K, 256), rb = txc_dtype_row_bytes(TXC_Q4_K, K);
+    void *buf = aligned_alloc(32, qb);
+    for (int64_t i = 0; i < M; i++) {
+        txc_qact a = txc_qact_quantize(x + i * K, K, 256, buf);
+        for (int64_t j = 0; j < N; j++) {
+            float acc = 0, accm = 0;
+            for (int64_t sb = 0; sb < K / 256; sb++) {
+                const uint8_t *blk = plain + (size_t)j * rb + (size_t)sb * 144;
+                int32_t isum = 0, msum = 0;
+                for (int s = 0; s < 8; s++) {
+                    uint8_t sc, mn;
+                    txc_quant_scale_min_k4(s, blk + 4, &sc, &mn);
+                    int32_t dot = 0, qsum = 0;
+                    for (int k = 0; k < 32; k++) {
+                        uint8_t byte = blk[16 + (s / 2) * 32 + k];
+                        int8_t qa = a.qs[sb * 256 + s * 32 + k];
+                        dot += (s & 1 ? byte >> 4 : byte & 15) * qa;
+                        qsum += qa;
+                    }
+                    isum += sc * dot;
+                    msum += mn * qsum;
+                }
+                acc = fmaf((float)isum, h2f(blk) * a.D[sb], acc);
+                accm = fmaf((float)msum, h2f(blk + 2) * a.D[sb], accm);
+            }
+            y[i * N + j] = acc - accm;
+        }
+    }
+    free(buf);
+}
+
 /* the order of ops/quant_impl.h from ggml's row layout (independent of the
  * repacked bytes): y[i*N + j] */
 static void oracle(txc_dtype dt, const uint8_t *plain, const float *x, int64_t M, int64_t N, int64_t K, float *y)
 {
+    if (dt == TXC_Q4_K) {
+        oracle_q4k(plain, x, M, N, K, y);
+        return;
+    }
     size_t qb = txc_qact_row_bytes(K, 32), rb = txc_dtype_row_bytes(dt, K), bb = txc_dtype_block_bytes(dt);
     void *buf = aligned_alloc(32, qb);
     for (int64_t i = 0; i < M; i++) {
@@ -139,17 +178,18 @@ static void check_bound(txc_dtype dt, const float *y, const float *x, const floa
                         int64_t N, int64_t K)
 {
     size_t rb = txc_dtype_row_bytes(dt, K), bb = txc_dtype_block_bytes(dt);
+    int64_t B = txc_qact_block(dt); /* the activation's block: 256 for Q4_K (a float32 scale, exact sums) */
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {
             double ref = 0, bound = 0, mag = 0;
-            for (int64_t b = 0; b < K / 32; b++) {
+            for (int64_t b = 0; b < K / B; b++) {
                 double amax = 0, sw = 0, sx = 0;
-                for (int64_t k = 0; k < 32; k++) {
-                    double xv = x[i * K + b * 32 + k], wv = w[j * K + b * 32 + k];
+                for (int64_t k = 0; k < B; k++) {
+                    double xv = x[i * K + b * B + k], wv = w[j * K + b * B + k];
                     ref += xv * wv, mag += fabs(xv * wv), amax = fmax(amax, fabs(xv));
                     sw += fabs(wv), sx += fabs(xv);
                 }
-                double d = (double)((float)amax / 127.0f), e = fabs(f16_scale(d) - d);
+                double d = (double)((float)amax / 127.0f), e = B == 256 ? 0.0 : fabs(f16_scale(d) - d);
                 bound += (d / 2 + 127 * e) * sw;
                 if (dt == TXC_Q4_1 && d > 0)
                     bound += fabs(h2f(plain + (size_t)j * rb + (size_t)b * bb + 2)) *
@@ -213,12 +253,12 @@ static void test_linear(void **state)
 {
     (void)state;
     txc_env *env = txc_env_default();
-    static const int64_t Ns[] = {8, 13, 37, 80}, Ks[] = {32, 96, 288, 512};
+    static const int64_t Ns[] = {8, 13, 37, 80}, Ks[] = {32, 96, 288, 512}, Ks_k[] = {256, 768, 512, 1024};
     for (size_t t = 0; t < sizeof R8 / sizeof R8[0]; t++)
         for (size_t n = 0; n < 4; n++)
             for (size_t k = 0; k < 4; k++) {
                 int mark = txc_env_scope_begin(env);
-                check_linear(env, R8[t], Ns[n], Ks[k]);
+                check_linear(env, R8[t], Ns[n], R8[t] == TXC_Q4_K ? Ks_k[k] : Ks[k]);
                 txc_env_scope_end(env, mark);
             }
 }
@@ -229,11 +269,11 @@ static void test_group(void **state)
     (void)state;
     txc_env *env = txc_env_default();
     int mark = txc_env_scope_begin(env);
-    const int64_t K = 288;
+    const int64_t K = 512;
     uint8_t *plain[4];
     float *w[4];
     int64_t N[4] = {96, 40, 17, 8};
-    txc_tensor *W[4] = {weight(env, TXC_Q4_0, N[0], K, false, &plain[0], &w[0]),
+    txc_tensor *W[4] = {weight(env, TXC_Q4_K, N[0], K, false, &plain[0], &w[0]),
                         weight(env, TXC_Q8_0, N[1], K, false, &plain[1], &w[1]),
                         weight(env, TXC_Q4_1, N[2], K, false, &plain[2], &w[2]),
                         weight(env, TXC_Q4_0, N[3], K, true, &plain[3], &w[3])}; /* one in ggml's layout */
@@ -264,14 +304,14 @@ static void test_group(void **state)
 static void test_not_repacked(void **state)
 {
     (void)state;
-    static const txc_dtype other[] = {TXC_Q5_0, TXC_Q5_1, TXC_Q4_K, TXC_Q5_K, TXC_Q6_K, TXC_F32, TXC_BF16};
+    static const txc_dtype other[] = {TXC_Q5_0, TXC_Q5_1, TXC_Q5_K, TXC_Q6_K, TXC_F32, TXC_BF16};
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
         assert_int_equal(txc_quant_interleave_for(other[i], 64), 0);
     for (size_t i = 0; i < sizeof R8 / sizeof R8[0]; i++) {
         assert_int_equal(txc_quant_interleave_for(R8[i], 7), 0);
         assert_int_equal(txc_quant_interleave_for(R8[i], 8), 8);
     }
-    txc_array *a = txc_array_new(TXC_CPU, TXC_Q4_K, 2, (int64_t[]){16, 256});
+    txc_array *a = txc_array_new(TXC_CPU, TXC_Q6_K, 2, (int64_t[]){16, 256});
     assert_int_equal(txc_quant_repack(a), TXC_OK);
     assert_int_equal(a->interleave, 0);
     txc_array_release(a);

@@ -18,7 +18,7 @@ int txc_quant_interleave_for(txc_dtype dt, int64_t rows)
 {
     if (rows < TXC_QR8)
         return 0;
-    return dt == TXC_Q4_0 || dt == TXC_Q4_1 || dt == TXC_Q8_0 ? TXC_QR8 : 0;
+    return dt == TXC_Q4_0 || dt == TXC_Q4_1 || dt == TXC_Q8_0 || dt == TXC_Q4_K ? TXC_QR8 : 0;
 }
 
 int txc_quant_weight_il(const txc_tensor *w)
@@ -44,10 +44,49 @@ static void qs_span(txc_dtype dt, size_t *off, size_t *len)
     *len = dt == TXC_Q8_0 ? 32 : 16;
 }
 
-/* One group of 8 plain rows (src, rb bytes each, nb blocks) to the
+/* Q4_K, one super-block of the group at o (1152 bytes, ops/quant_impl.h):
+ * entry e = 8j + i is row i's sub-block j; its 6-bit scale and min are
+ * split into low nibbles (bytes 32.. and 64.., entries e and e + 32 in a
+ * byte) and 2-bit highs (bytes 96..: scale e, scale e + 32, min e, min
+ * e + 32) */
+static void q4k_put(uint8_t *o, int e, uint8_t sc, uint8_t mn)
+{
+    int k = e & 31, hi = e >> 5;
+    o[32 + k] |= (uint8_t)((sc & 15) << (4 * hi));
+    o[64 + k] |= (uint8_t)((mn & 15) << (4 * hi));
+    o[96 + k] |= (uint8_t)((((sc >> 4) & 3) << (2 * hi)) | (((mn >> 4) & 3) << (4 + 2 * hi)));
+}
+
+static void q4k_get(const uint8_t *o, int e, uint8_t *sc, uint8_t *mn)
+{
+    int k = e & 31, hi = e >> 5;
+    *sc = (uint8_t)(((o[32 + k] >> (4 * hi)) & 15) | (((o[96 + k] >> (2 * hi)) & 3) << 4));
+    *mn = (uint8_t)(((o[64 + k] >> (4 * hi)) & 15) | (((o[96 + k] >> (4 + 2 * hi)) & 3) << 4));
+}
+
+/* One group of 8 plain rows (src, rb bytes each, nb 32-blocks) to the
  * interleaved layout at dst (8 * rb bytes); see ops/quant_impl.h. */
 static void pack_group(txc_dtype dt, const uint8_t *src, size_t rb, int64_t nb, uint8_t *dst)
 {
+    if (dt == TXC_Q4_K) {
+        for (int64_t sb = 0; sb < nb / 8; sb++) {
+            uint8_t *o = dst + (size_t)sb * 1152;
+            memset(o + 32, 0, 96);
+            for (int i = 0; i < 8; i++) {
+                const uint8_t *blk = src + (size_t)i * rb + (size_t)sb * 144;
+                memcpy(o + 2 * i, blk, 2);
+                memcpy(o + 16 + 2 * i, blk + 2, 2);
+                for (int j = 0; j < 8; j++) {
+                    uint8_t sc, mn;
+                    txc_quant_scale_min_k4(j, blk + 4, &sc, &mn);
+                    q4k_put(o, 8 * j + i, sc, mn);
+                }
+                for (int c = 0; c < 32; c++)
+                    memcpy(o + 128 + 32 * c + 4 * i, blk + 16 + 4 * c, 4);
+            }
+        }
+        return;
+    }
     size_t bb = txc_dtype_block_bytes(dt), qo, ql;
     qs_span(dt, &qo, &ql);
     bool min = dt == TXC_Q4_1;
@@ -64,9 +103,32 @@ static void pack_group(txc_dtype dt, const uint8_t *src, size_t rb, int64_t nb, 
     }
 }
 
-/* Row i (0..7) of the interleaved group at g, block b, back to ggml's block bytes */
+/* Row i (0..7) of the interleaved group at g, block b (Q4_K: super-block),
+ * back to ggml's block bytes */
 static void unpack_block(txc_dtype dt, const uint8_t *g, int64_t b, int i, uint8_t *blk)
 {
+    if (dt == TXC_Q4_K) {
+        const uint8_t *o = g + (size_t)b * 1152;
+        memcpy(blk, o + 2 * i, 2);
+        memcpy(blk + 2, o + 16 + 2 * i, 2);
+        uint8_t *sc = blk + 4; /* quantize_row_q4_K_ref's packing of the 6-bit scales and mins */
+        memset(sc, 0, 12);
+        for (int j = 0; j < 8; j++) {
+            uint8_t ls, lm;
+            q4k_get(o, 8 * j + i, &ls, &lm);
+            if (j < 4) {
+                sc[j] |= ls;
+                sc[j + 4] |= lm;
+            } else {
+                sc[j + 4] = (uint8_t)((ls & 0xf) | ((lm & 0xf) << 4));
+                sc[j - 4] |= (uint8_t)((ls >> 4) << 6);
+                sc[j] |= (uint8_t)((lm >> 4) << 6);
+            }
+        }
+        for (int c = 0; c < 32; c++)
+            memcpy(blk + 16 + 4 * c, o + 128 + 32 * c + 4 * i, 4);
+        return;
+    }
     size_t bb = txc_dtype_block_bytes(dt), qo, ql;
     qs_span(dt, &qo, &ql);
     const uint8_t *o = g + (size_t)b * 8 * bb;
@@ -129,10 +191,11 @@ txc_status txc_quant_rows_il(txc_dtype dt, const void *W, int64_t N, int il, int
     if (!il || row >= N / il * il)
         return txc_quant_dequantize(dt, w + (size_t)row * rb, dst, K);
     const uint8_t *g = w + (size_t)(row / 8) * 8 * rb;
-    uint8_t blk[34];
-    for (int64_t b = 0; b < K / 32; b++) {
+    uint8_t blk[144];
+    int64_t bs = txc_dtype_block_size(dt);
+    for (int64_t b = 0; b < K / bs; b++) {
         unpack_block(dt, g, b, (int)(row % 8), blk);
-        txc_quant_dequantize_block(dt, blk, dst + b * 32);
+        txc_quant_dequantize_block(dt, blk, dst + b * bs);
     }
     return TXC_OK;
 }
@@ -167,9 +230,44 @@ static void block_ints(txc_dtype dt, const uint8_t *blk, int32_t *q, float *dw, 
 
 /* one row against m activation rows: blocks in order, one fused
  * multiply-add a block into acc (and the min's into accm) */
+/* Q4_K: per super-block the exact integers sum_j sc_j dot_j and sum_j
+ * m_j sum(q_a over j), one fused multiply-add each (ops/quant_impl.h) */
+static void row_ordered_q4k(const uint8_t *g, int i, const uint8_t *plain, int64_t nb, const txc_qact *a, int m,
+                            float *y, int64_t ldy)
+{
+    float acc[TXC_QDOT_M] = {0}, accm[TXC_QDOT_M] = {0};
+    for (int64_t sb = 0; sb < nb / 8; sb++) {
+        uint8_t tmp[144];
+        const uint8_t *blk = plain ? plain + (size_t)sb * 144 : (unpack_block(TXC_Q4_K, g, sb, i, tmp), tmp);
+        float d = h2f(blk), dmin = h2f(blk + 2);
+        for (int r = 0; r < m; r++) {
+            int32_t isum = 0, msum = 0;
+            for (int j = 0; j < 8; j++) {
+                uint8_t sc, mn;
+                txc_quant_scale_min_k4(j, blk + 4, &sc, &mn);
+                const uint8_t *q = blk + 16 + (j / 2) * 32;
+                const int8_t *qa = a[r].qs + sb * 256 + j * 32;
+                int32_t dot = 0;
+                for (int k = 0; k < 32; k++)
+                    dot += (j & 1 ? q[k] >> 4 : q[k] & 15) * qa[k];
+                isum += sc * dot;
+                msum += mn * a[r].bs[sb * 8 + j];
+            }
+            acc[r] = fmaf((float)isum, d * a[r].D[sb], acc[r]);
+            accm[r] = fmaf((float)msum, dmin * a[r].D[sb], accm[r]);
+        }
+    }
+    for (int r = 0; r < m; r++)
+        y[r * ldy] = acc[r] - accm[r];
+}
+
 static void row_ordered(txc_dtype dt, const uint8_t *g, int i, const uint8_t *plain, int64_t nb, const txc_qact *a,
                         int m, float *y, int64_t ldy)
 {
+    if (dt == TXC_Q4_K) {
+        row_ordered_q4k(g, i, plain, nb, a, m, y, ldy);
+        return;
+    }
     size_t bb = txc_dtype_block_bytes(dt);
     float acc[TXC_QDOT_M] = {0}, accm[TXC_QDOT_M] = {0};
     for (int64_t b = 0; b < nb; b++) {
