@@ -44,7 +44,7 @@ txc_status txc_quant_dequantize(txc_dtype dt, const void *src, float *dst, int64
  * destinations (round to nearest even). Errors as txc_quant_dequantize. */
 txc_status txc_quant_quantize(txc_dtype dt, const float *src, void *dst, int64_t n);
 
-/* Load-time repacking (ops/quant_repack.c): a 2-d Q4_0, Q4_1 or Q8_0
+/* Load-time repacking (ops/quant_repack.c): a 2-d Q4_0, Q4_1, Q8_0 or Q4_K
  * weight of 8 rows or more has its rows interleaved in groups of 8, in
  * place (the same bytes, the same size; the array must be writable and not
  * yet shared), and is marked so that linear and embedding read it in that

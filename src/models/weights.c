@@ -17,7 +17,7 @@
  * pread ~0.7-1 s on 1 or 2 threads; memcpy + MADV_DONTNEED 1.0 s on one
  * thread but 1.6-3.8 s on two (every MADV_DONTNEED flushes the other
  * thread's TLB); memcpy without dropping: 0.8 s but twice the RSS.
- * Block-quantized weights of Q4_0, Q4_1 and Q8_0 are then repacked in
+ * Block-quantized weights of Q4_0, Q4_1, Q8_0 and Q4_K are then repacked in
  * place, rows interleaved by 8 (txc_quant_repack: the same bytes, no
  * second copy), unless TXC_QUANT_REPACK=0; under MMAP they stay in the
  * file's layout (the row-layout kernels read them).

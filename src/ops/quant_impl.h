@@ -38,7 +38,7 @@
  * float16's normal range e_B <= 2^-11 d_B: d_B/2 + 127 e_B <= 0.562 d_B,
  * against d_B/2 for a float32 scale.)
  *
- * Interleaved weights (Q4_0, Q4_1, Q8_0 with 8 rows or more; txc_quant_repack,
+ * Interleaved weights (Q4_0, Q4_1, Q8_0, Q4_K with 8 rows or more; txc_quant_repack,
  * done once at load on the weights' copy): rows 8g..8g+7 become one group
  * occupying exactly their bytes, so a group starts where its first row
  * did and the last N % 8 rows stay in ggml's layout after the groups.
@@ -46,11 +46,20 @@
  * bytes), for Q4_1 their 8 m (16 bytes), then the integer bytes in chunks
  * of 32: chunk c holds bytes [4c, 4c+4) of each row's qs, row by row (Q4_0
  * and Q4_1: 4 chunks of nibble bytes, chunk c giving elements 4c.. and
- * 16+4c..; Q8_0: 8 chunks). The kernels over it sum each output row in a
+ * 16+4c..; Q8_0: 8 chunks). Q4_K, per super-block of the group (1152
+ * bytes): the 8 d, the 8 dmin (16 bytes each), then the 64 six-bit scales
+ * and 64 mins of entries e = 8j + i (row i's sub-block j): 32 bytes of
+ * scale low nibbles (byte k: entry k, entry k+32 in the high nibble), 32 of
+ * min low nibbles, 32 of the 2-bit highs (byte k: scale k, scale k+32, min
+ * k, min k+32 from bit 0 up), then 32 chunks of 32 bytes as above (chunk c:
+ * bytes [4c, 4c+4) of each row's qs). The kernels over it sum each output row in a
  * fixed order of its own: acc = 0, then per 32-block b in order
  * acc = fma((float)isum_b, dw_b * da_b, acc) with the exact integer dot
  * isum_b (Q4_0: of q - 8), and for Q4_1 a second chain accm = fma(m_b, s_b,
- * accm), y = acc + accm. That is another float32 summation order than the
+ * accm), y = acc + accm; Q4_K per super-block s in order the exact
+ * isum_s = sum_j sc_j dot_j and msum_s = sum_j m_j sum(q_a over j),
+ * acc = fma((float)isum_s, d*D_s, acc), accm = fma((float)msum_s,
+ * dmin*D_s, accm), y = acc - accm. That is another float32 summation order than the
  * row-layout kernels' (whose partial sums run in 8 lanes), so a repacked
  * weight's outputs may differ from the row layout's in the last bits; the
  * bound above holds for both (the float32 summation term), tested in
