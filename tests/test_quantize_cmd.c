@@ -11,6 +11,9 @@
  *     llama-quantize): every 2-D tensor holds txc_quant_quantize's bytes of
  *     the (permuted) float weights, 1-D ones float32; the logits within a
  *     relative L2 error of 3% (q8_0), 25% (4-bit) of the folder's;
+ *   - q8_0 / q4_0: repacked at load in the copy (rows interleaved by 8), not under --mmap nor with
+ *     TXC_QUANT_REPACK=0 (then bit-identical to the mmap); repacked logits within 1e-5 (relative L2)
+ *     of the row layout's;
  *   - the q8_0 file loaded with convert_dtype (--dtype f32, bf16): every 2-D weight
  *     dequantized to that dtype (float32: txc_quant_dequantize's values);
  *   - bad calls exit 2 with one line: unknown --type, a folder without
@@ -172,11 +175,16 @@ static int run(const char *args)
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
-static float *logits(const char *model, int64_t *n)
+/* the logits of 6 tokens; weights: where they live (TXC_WEIGHTS_DEFAULT: the copy), *repacked (or NULL): the
+ * bytes repacked at load */
+static float *logits_in(const char *model, txc_weights_mode weights, size_t *repacked, int64_t *n)
 {
     txc_model *m;
-    if (txc_model_load(model, NULL, &m) != TXC_OK)
+    txc_model_options o = {.weights = weights};
+    if (txc_model_load(model, &o, &m) != TXC_OK)
         fail_msg("load %s: %s", model, txc_last_error());
+    if (repacked)
+        *repacked = txc_model_weights_info(m).repacked_bytes;
     txc_env *env = txc_model_env(m);
     int mark = txc_env_scope_begin(env);
     txc_tensor *ids = txc_zeros(env, 2, (int64_t[]){1, 6}, TXC_I64);
@@ -192,6 +200,39 @@ static float *logits(const char *model, int64_t *n)
     txc_env_scope_end(env, mark);
     txc_model_free(m);
     return out;
+}
+
+static float *logits(const char *model, int64_t *n) { return logits_in(model, TXC_WEIGHTS_DEFAULT, NULL, n); }
+
+static double rel_l2(const float *a, const float *b, int64_t n)
+{
+    double se = 0, sr = 0;
+    for (int64_t i = 0; i < n; i++)
+        se += (double)(a[i] - b[i]) * (a[i] - b[i]), sr += (double)a[i] * a[i];
+    return sqrt(se / sr);
+}
+
+/* Q4_0 / Q8_0 weights of 8 rows or more are repacked at load in the copy (ops/quant_repack.c), not under
+ * --mmap nor with TXC_QUANT_REPACK=0 (ggml's layout: the same bits as the mmap); the repacked kernels'
+ * float32 order differs from the row layout's only in rounding (relative L2 <= 1e-5). */
+static void check_repacked(const char *gg)
+{
+    int64_t n1, n2, n3;
+    size_t r1, r2, r3;
+    float *copy = logits_in(gg, TXC_WEIGHTS_COPY, &r1, &n1), *map = logits_in(gg, TXC_WEIGHTS_MMAP, &r2, &n2);
+    setenv("TXC_QUANT_REPACK", "0", 1);
+    float *plain = logits_in(gg, TXC_WEIGHTS_COPY, &r3, &n3);
+    unsetenv("TXC_QUANT_REPACK");
+    assert_true(r1 > 0);
+    assert_int_equal(r2, 0);
+    assert_int_equal(r3, 0);
+    assert_int_equal(n1, n2);
+    assert_int_equal(n1, n3);
+    assert_memory_equal(map, plain, (size_t)n1 * 4);
+    double rel = rel_l2(copy, map, n1);
+    if (!(rel <= 1e-5))
+        fail_msg("%s: repacked logits' relative L2 distance to the row layout's %.3g > 1e-5", gg, rel);
+    free(copy), free(map), free(plain);
 }
 
 static const txc_gguf_value *kv(const txc_gguf *g, const char *k)
@@ -285,6 +326,8 @@ static void check_type(const char *type, txc_dtype want, double max_rel)
     for (int64_t i = 0; i < n1; i++)
         se += (double)(a[i] - b[i]) * (a[i] - b[i]), sr += (double)a[i] * a[i];
     double rel = sqrt(se / sr);
+    if (want == TXC_Q4_0 || want == TXC_Q8_0)
+        check_repacked(gg);
     if (max_rel == 0)
         assert_memory_equal(a, b, (size_t)n1 * 4);
     else if (!(rel <= max_rel))

@@ -82,6 +82,9 @@ typedef struct txc_weights_info {
     size_t file_bytes;      /* of those, the bytes used in place from the file (MMAP) or copied
                                out of it (COPY); the rest were converted (or unaligned) at load */
     bool hugepages;         /* COPY: MADV_HUGEPAGE was accepted */
+    size_t repacked_bytes;  /* COPY: of file_bytes, the block-quantized weights repacked at load
+                               (rows interleaved by 8, txc_quant_repack in txc/quant.h) */
+    double repack_ms;       /* COPY: wall time of that repacking (not in copy_ms) */
     double copy_ms;         /* COPY: wall time of the copy */
     double load_ms;         /* wall time of txc_model_load (the copy included) */
     /* convert_dtype: values finite in the file that the conversion turned

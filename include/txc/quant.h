@@ -21,8 +21,10 @@
 #ifndef TXC_QUANT_H
 #define TXC_QUANT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
+#include "txc/array.h"
 #include "txc/dtype.h"
 #include "txc/status.h"
 
@@ -41,6 +43,22 @@ txc_status txc_quant_dequantize(txc_dtype dt, const void *src, float *dst, int64
  * bytes; ggml's quantize_row_*_ref, see above). Also F32/F16/BF16
  * destinations (round to nearest even). Errors as txc_quant_dequantize. */
 txc_status txc_quant_quantize(txc_dtype dt, const float *src, void *dst, int64_t n);
+
+/* Load-time repacking (ops/quant_repack.c): a 2-d Q4_0, Q4_1, Q8_0 or Q4_K
+ * weight of 8 rows or more has its rows interleaved in groups of 8, in
+ * place (the same bytes, the same size; the array must be writable and not
+ * yet shared), and is marked so that linear and embedding read it in that
+ * layout (ops/quant_impl.h gives the layout and the kernels' summation
+ * order: a float32 order other than the row layout's, within the same
+ * error bound). The layout idea is ggml-cpu's repacked block_q4_0x8.
+ * Any other array is left as it is (TXC_OK). Errors: TXC_ERR_NOMEM (the
+ * array is then unusable). */
+txc_status txc_quant_repack(txc_array *a);
+/* 8 when a (rows, K) weight of `dt` is repacked by txc_quant_repack, else 0. */
+int txc_quant_interleave_for(txc_dtype dt, int64_t rows);
+/* Whether model loading repacks (the default; TXC_QUANT_REPACK=0 keeps
+ * ggml's row layout, for comparisons). */
+bool txc_quant_repack_enabled(void);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,10 @@ struct txc_array {
     int64_t shape[TXC_MAX_DIMS];
     int64_t numel;
     size_t nbytes;
+    /* A block-quantized (rows, K) weight: 0 in ggml's row layout, 8 when
+     * its rows are interleaved in groups of 8 (ops/quant_repack.c,
+     * txc_quant_repack; set once at load, the bytes then read-only). */
+    int interleave;
 };
 
 struct txc_tensor {

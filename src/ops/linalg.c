@@ -1120,7 +1120,11 @@ static txc_status cpu_linear(txc_tensor *out, txc_tensor *const *in, int n_in, c
     if (N == 1)
         ws0 = K;
     if (txc_dtype_is_quantized(w->dtype)) {
-        txc_status qs = txc_quant_gemm(M, N, K, A, lda, W, w->dtype, C, N);
+        int il = txc_quant_weight_il(w);
+        if (il < 0)
+            return txc_error(TXC_ERR_UNSUPPORTED, "aten::linear: a view of part of a repacked %s weight",
+                             txc_dtype_name(w->dtype));
+        txc_status qs = txc_quant_gemm_il(M, N, K, A, lda, W, w->dtype, il, C, N);
         if (qs != TXC_OK)
             return qs;
     } else if (ws1 == 1) {

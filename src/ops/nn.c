@@ -96,8 +96,11 @@ static txc_status cpu_embedding(txc_tensor *out, txc_tensor *const *in, int n_in
         if (id < 0 || id >= rows)
             return txc_error(TXC_ERR_INVALID, "aten::embedding: id %lld out of range for a table of %lld rows",
                              (long long)id, (long long)rows);
+        if (txc_dtype_is_quantized(w->dtype) && txc_quant_weight_il(w) < 0)
+            return txc_error(TXC_ERR_UNSUPPORTED, "aten::embedding: a view of part of a repacked %s table",
+                             txc_dtype_name(w->dtype));
         if (txc_dtype_is_quantized(w->dtype))
-            txc_quant_rows(w->dtype, wp, D, id, (float *)op + i * D);
+            txc_quant_rows_il(w->dtype, wp, rows, txc_quant_weight_il(w), D, id, (float *)op + i * D);
         else
             txc_ops_convert(w->dtype, wp + (size_t)(id * w->strides[0]) * es, w->strides[1] * (int64_t)es, w->dtype,
                             op + (size_t)(i * D) * es, (int64_t)es, D);

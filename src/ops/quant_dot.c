@@ -290,7 +290,7 @@ void txc_qdot_ref(txc_dtype dt, const uint8_t *w, size_t row_bytes, int64_t n, i
 
 typedef struct qjob {
     txc_dtype dt;
-    txc_qdot_fn fn;
+    int il;
     int64_t M, N, K, chunk;
     const uint8_t *W;
     size_t row_bytes;
@@ -300,29 +300,6 @@ typedef struct qjob {
     float *C;
     int64_t ldc;
 } qjob;
-
-static void qjob_rows(const qjob *j, int64_t n0, int64_t n1)
-{
-    for (int64_t jb = n0; jb < n1; jb += QGEMM_NB) {
-        int64_t nb = n1 - jb < QGEMM_NB ? n1 - jb : QGEMM_NB;
-        for (int64_t i = 0; i < j->M; i += TXC_QDOT_M) {
-            int m = j->M - i < TXC_QDOT_M ? (int)(j->M - i) : TXC_QDOT_M;
-            txc_qact a[TXC_QDOT_M];
-            for (int r = 0; r < m; r++)
-                a[r] = txc_qact_view(j->qa + (size_t)(i + r) * j->qa_bytes, j->K, j->qa_block);
-            j->fn(j->dt, j->W + (size_t)jb * j->row_bytes, j->row_bytes, nb, j->K, a, m, j->C + i * j->ldc + jb,
-                  j->ldc);
-        }
-    }
-}
-
-static void qjob_task(void *ctx, int64_t t)
-{
-    const qjob *j = ctx;
-    int64_t n0 = t * j->chunk, n1 = n0 + j->chunk < j->N ? n0 + j->chunk : j->N;
-    if (n0 < n1)
-        qjob_rows(j, n0, n1);
-}
 
 static txc_qdot_fn pick(txc_dtype dt)
 {
@@ -336,8 +313,72 @@ static txc_qdot_fn pick(txc_dtype dt)
     return txc_qdot_ref;
 }
 
+static txc_qdot_fn pick_r8(txc_dtype dt)
+{
+#if TXC_HAVE_X86
+    if (txc_kern_simd_level() >= 2) {
+        txc_qdot_fn f = txc_qdot_r8_vnni_for(dt);
+        if (f)
+            return f;
+    }
+    if (txc_kern_simd_level() >= 1) {
+        txc_qdot_fn f = txc_qdot_r8_avx2_for(dt);
+        if (f)
+            return f;
+    }
+#endif
+    return txc_qdot_r8_ref;
+}
+
+/* Rows [j0, j0 + n) of an N-row weight W of interleave il into y[r*ldy +
+ * j - j0]. With il, j0 is a multiple of 8 and j0 + n one too or N (the
+ * callers cut the rows at multiples of 16): whole groups, then the tail
+ * rows in ggml's layout. */
+static void qdot_rows(txc_dtype dt, int il, const uint8_t *W, int64_t N, size_t rb, int64_t j0, int64_t n,
+                      int64_t K, const txc_qact *a, int m, float *y, int64_t ldy)
+{
+    if (!il) {
+        pick(dt)(dt, W + (size_t)j0 * rb, rb, n, K, a, m, y, ldy);
+        return;
+    }
+    int64_t full = N / il * il, j1 = j0 + n, jg = j1 < full ? j1 : full;
+    if (jg > j0)
+        pick_r8(dt)(dt, W + (size_t)j0 * rb, rb, (jg - j0) / il, K, a, m, y, ldy);
+    int64_t t0 = jg > j0 ? jg : j0;
+    if (j1 > t0)
+        txc_qdot_r8_tail(dt, W + (size_t)t0 * rb, rb, j1 - t0, K, a, m, y + (t0 - j0), ldy);
+}
+
+static void qjob_rows(const qjob *j, int64_t n0, int64_t n1)
+{
+    for (int64_t jb = n0; jb < n1; jb += QGEMM_NB) {
+        int64_t nb = n1 - jb < QGEMM_NB ? n1 - jb : QGEMM_NB;
+        for (int64_t i = 0; i < j->M; i += TXC_QDOT_M) {
+            int m = j->M - i < TXC_QDOT_M ? (int)(j->M - i) : TXC_QDOT_M;
+            txc_qact a[TXC_QDOT_M];
+            for (int r = 0; r < m; r++)
+                a[r] = txc_qact_view(j->qa + (size_t)(i + r) * j->qa_bytes, j->K, j->qa_block);
+            qdot_rows(j->dt, j->il, j->W, j->N, j->row_bytes, jb, nb, j->K, a, m, j->C + i * j->ldc + jb, j->ldc);
+        }
+    }
+}
+
+static void qjob_task(void *ctx, int64_t t)
+{
+    const qjob *j = ctx;
+    int64_t n0 = t * j->chunk, n1 = n0 + j->chunk < j->N ? n0 + j->chunk : j->N;
+    if (n0 < n1)
+        qjob_rows(j, n0, n1);
+}
+
 txc_status txc_quant_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *W,
                           txc_dtype dt, float *C, int64_t ldc)
+{
+    return txc_quant_gemm_il(M, N, K, A, lda, W, dt, 0, C, ldc);
+}
+
+txc_status txc_quant_gemm_il(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *W,
+                             txc_dtype dt, int il, float *C, int64_t ldc)
 {
     if (M <= 0 || N <= 0)
         return TXC_OK;
@@ -351,7 +392,7 @@ txc_status txc_quant_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64
         return txc_error(TXC_ERR_NOMEM, "aten::linear: out of memory (quantized activations)");
     for (int64_t i = 0; i < M; i++)
         txc_qact_quantize(A + i * lda, K, block, qa + (size_t)i * qb);
-    qjob j = {dt, pick(dt), M, N, K, N, W, txc_dtype_row_bytes(dt, K), qa, qb, block, C, ldc};
+    qjob j = {dt, il, M, N, K, N, W, txc_dtype_row_bytes(dt, K), qa, qb, block, C, ldc};
     int threads = txc_threads_get();
     double macs = (double)M * (double)N * (double)K;
     if (threads > 1 && macs >= QPAR_MIN_MACS && N >= 2 * QGEMM_NB) {
@@ -369,8 +410,7 @@ txc_status txc_quant_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64
 
 txc_status txc_quant_rows(txc_dtype dt, const void *W, int64_t K, int64_t row, float *dst)
 {
-    size_t rb = txc_dtype_row_bytes(dt, K);
-    return txc_quant_dequantize(dt, (const uint8_t *)W + (size_t)row * rb, dst, K);
+    return txc_quant_rows_il(dt, W, row + 1, 0, K, row, dst);
 }
 
 /* ---- grouped GEMV: sibling projections of one row (q/k/v, gate/up) as one
@@ -380,7 +420,7 @@ txc_status txc_quant_rows(txc_dtype dt, const void *W, int64_t K, int64_t row, f
 typedef struct qgroup_job {
     int n;
     txc_qgemv_part parts[TXC_QGEMV_GROUP_MAX];
-    int64_t start[TXC_QGEMV_GROUP_MAX + 1];
+    int64_t task0[TXC_QGEMV_GROUP_MAX + 1]; /* part i's chunks are tasks [task0[i], task0[i+1]) */
     int64_t K, chunk;
     const char *qa[2]; /* the row quantized for activation blocks of 32 and 256 */
 } qgroup_job;
@@ -388,20 +428,15 @@ typedef struct qgroup_job {
 static void qgroup_task(void *ctx, int64_t t)
 {
     const qgroup_job *j = ctx;
-    int64_t r0 = t * j->chunk, r1 = r0 + j->chunk;
-    txc_qact a[2] = {j->qa[0] ? txc_qact_view(j->qa[0], j->K, 32) : (txc_qact){0},
-                     j->qa[1] ? txc_qact_view(j->qa[1], j->K, 256) : (txc_qact){0}};
-    for (int i = 0; i < j->n; i++) {
-        int64_t lo = r0 > j->start[i] ? r0 : j->start[i];
-        int64_t hi = r1 < j->start[i + 1] ? r1 : j->start[i + 1];
-        if (lo >= hi)
-            continue;
-        const txc_qgemv_part *p = &j->parts[i];
-        size_t rb = txc_dtype_row_bytes(p->dt, j->K);
-        int64_t row = lo - j->start[i];
-        pick(p->dt)(p->dt, (const uint8_t *)p->W + (size_t)row * rb, rb, hi - lo, j->K,
-                          &a[txc_qact_block(p->dt) == 256], 1, p->C + row, 0);
-    }
+    int i = 0;
+    while (t >= j->task0[i + 1])
+        i++;
+    const txc_qgemv_part *p = &j->parts[i];
+    int64_t lo = (t - j->task0[i]) * j->chunk, hi = lo + j->chunk < p->N ? lo + j->chunk : p->N;
+    txc_qact a = j->qa[txc_qact_block(p->dt) == 256] ? txc_qact_view(j->qa[txc_qact_block(p->dt) == 256], j->K,
+                                                                      txc_qact_block(p->dt))
+                                                     : (txc_qact){0};
+    qdot_rows(p->dt, p->il, p->W, p->N, txc_dtype_row_bytes(p->dt, j->K), lo, hi - lo, j->K, &a, 1, p->C + lo, 0);
 }
 
 txc_status txc_quant_gemv_group(int n, const txc_qgemv_part *parts, int64_t K, const float *A)
@@ -409,7 +444,8 @@ txc_status txc_quant_gemv_group(int n, const txc_qgemv_part *parts, int64_t K, c
     int threads = txc_threads_get();
     if (n > TXC_QGEMV_GROUP_MAX || threads <= 1) {
         for (int i = 0; i < n; i++) {
-            txc_status s = txc_quant_gemm(1, parts[i].N, K, A, K, parts[i].W, parts[i].dt, parts[i].C, parts[i].N);
+            txc_status s = txc_quant_gemm_il(1, parts[i].N, K, A, K, parts[i].W, parts[i].dt, parts[i].il, parts[i].C,
+                                             parts[i].N);
             if (s != TXC_OK)
                 return s;
         }
@@ -432,15 +468,18 @@ txc_status txc_quant_gemv_group(int n, const txc_qgemv_part *parts, int64_t K, c
     if (want[1])
         txc_qact_quantize(A, K, 256, qa + b32), j.qa[1] = qa + b32;
     int64_t rows = 0;
+    for (int i = 0; i < n; i++)
+        rows += parts[i].N;
+    /* chunks of whole 16-row blocks within each part (an interleaved
+     * weight's groups stay whole), about QGEMV_CHUNKS a thread */
+    int64_t chunk = (rows + threads * QGEMV_CHUNKS - 1) / (threads * QGEMV_CHUNKS);
+    j.chunk = (chunk + 15) / 16 * 16;
+    j.task0[0] = 0;
     for (int i = 0; i < n; i++) {
         j.parts[i] = parts[i];
-        j.start[i] = rows;
-        rows += parts[i].N;
+        j.task0[i + 1] = j.task0[i] + (parts[i].N + j.chunk - 1) / j.chunk;
     }
-    j.start[n] = rows;
-    int64_t chunk = (rows + threads * QGEMV_CHUNKS - 1) / (threads * QGEMV_CHUNKS);
-    j.chunk = chunk < 16 ? 16 : chunk;
-    txc_parallel_for_dynamic((rows + j.chunk - 1) / j.chunk, qgroup_task, &j);
+    txc_parallel_for_dynamic(j.task0[n], qgroup_task, &j);
     return TXC_OK;
 }
 
@@ -459,7 +498,10 @@ bool txc_quant_linear_group(int n, txc_tensor *const *outs, txc_tensor *const *c
             !txc_tensor_is_contiguous(outs[i]) || !txc_dtype_is_quantized(w->dtype) || w->ndim != 2 ||
             w->shape[1] != K || w->strides[1] != 1 || w->strides[0] != K)
             return false;
-        parts[i] = (txc_qgemv_part){txc_impl_data(w), w->dtype, w->shape[0], (float *)txc_impl_data(outs[i])};
+        int il = txc_quant_weight_il(w);
+        if (il < 0)
+            return false; /* linear refuses it, with its message */
+        parts[i] = (txc_qgemv_part){txc_impl_data(w), w->dtype, w->shape[0], (float *)txc_impl_data(outs[i]), il};
     }
     *status = txc_quant_gemv_group(n, parts, K, txc_impl_data(x));
     for (int i = 0; *status == TXC_OK && i < n; i++) {

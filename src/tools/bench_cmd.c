@@ -686,6 +686,8 @@ static void print_json(const bench_info *bi, const bench_row *rows, int n, bool 
         cJSON_AddNumberToObject(o, "copy_ms", round_to(l->info.copy_ms, 1e-3));
         cJSON_AddNumberToObject(o, "copy_gbps",
                                 l->info.copy_ms > 0 ? round_to((double)l->info.file_bytes / (l->info.copy_ms * 1e6), 1e-4) : 0);
+        cJSON_AddNumberToObject(o, "repacked_mb", round_to((double)l->info.repacked_bytes / 1e6, 1e-3));
+        cJSON_AddNumberToObject(o, "repack_ms", round_to(l->info.repack_ms, 1e-3));
         cJSON_AddBoolToObject(o, "peak_rss_reset", l->hwm_reset);
         cJSON_AddNumberToObject(o, "peak_rss_mb", round_to(l->peak_rss_mb, 1e-1));
         cJSON_AddItemToArray(loads, o);
@@ -818,6 +820,8 @@ static void print_table(const bench_info *bi, const bench_row *rows, int n, bool
                    l->info.hugepages ? ", huge pages" : ", small pages");
             if (bi->fresh_copy_gbps > 0)
                 printf(", %.2f of a memcpy into fresh memory", gbps / bi->fresh_copy_gbps);
+            if (l->info.repacked_bytes)
+                printf("; %.1f MB repacked in %.1f ms", (double)l->info.repacked_bytes / 1e6, l->info.repack_ms);
             printf(")");
         }
         else if (l->info.mode == TXC_WEIGHTS_MMAP)
