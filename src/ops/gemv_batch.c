@@ -30,9 +30,12 @@
  * the same fma chain per lane in k order, so the same bits. The next
  * block of columns of B is prefetched while one is computed.
  *
- * AVX-512 and the portable build: the one-row GEMV per row (its bits by
- * construction; B is then read once per row — a multi-row AVX-512 kernel
- * with gemv_tile512's order is not written here).
+ * AVX-512 (SIMD levels 2 and 3; the one-row path is linalg.c's
+ * gemv_tile512): the same per-element arithmetic as gemv_tile512 (two
+ * 16-lane accumulators over k in steps of 32, a masked tail of 16, the
+ * reduction of the column's tile: see r512_tile below) in 4 x 2 tiles, 8 x 1
+ * from 8 rows, B read once for all rows. The portable build: the one-row
+ * GEMV per row (its bits by construction; B read once per row).
  *
  * Threads: columns in chunks of 16 (rows_kb: of nc; dynamic); a column's
  * arithmetic does not depend on its chunk. */
