@@ -253,6 +253,9 @@ TXC_AVX2 static void kb_avx2(txc_dtype dt, int64_t M, int64_t c0, int64_t c1, in
 #ifndef ROWS512_PREFETCH
 #define ROWS512_PREFETCH 8192
 #endif
+#ifndef ROWS512_HINT
+#define ROWS512_HINT _MM_HINT_T1
+#endif
 
 /* MR rows of A x NR rows of B (2 * MR * NR accumulators <= 16; constants
  * after inlining); columns j0.. of the whole C, those >= n4 reduced as the
@@ -275,7 +278,7 @@ TXC_INLINE_AVX512 void r512_tile(const int PF, const int MR, const int NR, const
             const char *p = b[j] + (size_t)k * es;
             if (PF)
                 for (size_t o = 0; o < 32 * es; o += 64)
-                    _mm_prefetch(p + ROWS512_PREFETCH + o, _MM_HINT_T1);
+                    _mm_prefetch(p + ROWS512_PREFETCH + o, ROWS512_HINT);
             b0[j] = ld16(p, DT);
             b1[j] = ld16(p + 16 * es, DT);
         }
