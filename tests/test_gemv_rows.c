@@ -2,9 +2,10 @@
  * invariance of ops/kernels.h): every row of txc_kern_gemm_nt with
  * 2..16 rows (and up to TXC_KERN_ROWS_INVARIANT_MAX) has the bits of that row alone (M = 1), for the tiles that
  * keep their accumulators in registers (A within ROWS_KB_A_BYTES) and for
- * the k-blocked 4 x 3 tiles past it (K up to 4867: tails of K % 8, of the
+ * the k-blocked 4 x 3 tiles past it (K up to 4883: tails of K % 8, of the
  * 4-column reduction (N % 4), of the 3-column tiles and of the column
- * blocks), and for AVX-512's tiles (K % 32 and K % 16 tails), every weight
+ * blocks), and for AVX-512's register and k-blocked tiles (K % 32 and K % 16
+ * tails), every weight
  * dtype, 1 to 3 threads, strided A, B and C, at each SIMD level the CPU has. */
 #include "testutil.h"
 #include "ops/kernels.h"
@@ -68,8 +69,10 @@ static void check_level(int level)
     /* K: below 8 (tail only); 23 (AVX-512: one 16-step and a masked 7);
      * qwen2.5's 896 (no tail at either width) and 912 (AVX-512: 28 steps of
      * 32 and one of 16); the register tiles (A within 32 KiB up to 16 rows:
-     * 509), both past it (2051: from 4 rows; 4867 = qwen2.5's 4864 + 3) */
-    static const int64_t Ks[] = {5, 23, 509, 896, 912, 2051, 4867};
+     * 509), both past it (2051: from 4 rows on AVX2, 8 on AVX-512's
+     * k-blocked tiles; 4883 = qwen2.5's 4864 + 19: tails of K % 8 and, on
+     * AVX-512, one 16-step and a masked 3 after the k blocks) */
+    static const int64_t Ks[] = {5, 23, 509, 896, 912, 2051, 4883};
     /* N: one column, tails of 3 and 4, more than one column block and
      * thread chunk (130, 301) */
     static const int64_t Ns[] = {1, 7, 37, 130, 301};

@@ -346,6 +346,120 @@ TXC_INLINE_AVX512 void r512_cols(const int DT, int64_t M, int64_t c0, int64_t c1
     }
 }
 
+/* A over this many bytes (and 4 or more rows) takes the k-blocked AVX-512
+ * tiles below (qwen2.5-0.5b's down_proj, K = 4864, from 4 rows; K = 896
+ * keeps the register tiles up to 16 rows). */
+#ifndef ROWS512_KB_A_BYTES
+#define ROWS512_KB_A_BYTES (64 * 1024)
+#endif
+
+/* k-blocked AVX-512 (as rows_kb for AVX2): MR x NR (MR <= 4, NR <= 2) over k
+ * in [k0, k1) (multiples of 32, below K - K % 32): element (i, j)'s s0 and s1
+ * at acc + (j * M + i) * 32 (16 floats each), from zero when first: the
+ * same fma chain per lane in k order as r512_tile. */
+TXC_INLINE_AVX512 void r512_kb_tile(const int MR, const int NR, const int DT, bool first, int64_t k0, int64_t k1,
+                                    const float *A, int64_t lda, const char *B, int64_t ldb, float *acc, int64_t M)
+{
+    const size_t es = DT == TXC_F32 ? 4 : 2;
+    const char *b[2];
+    __m512 s0[8], s1[8];
+    for (int j = 0; j < NR; j++)
+        b[j] = B + (size_t)(j * ldb) * es;
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++) {
+            float *e = acc + (j * M + i) * 32;
+            s0[i * NR + j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(e);
+            s1[i * NR + j] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(e + 16);
+        }
+    for (int64_t k = k0; k < k1; k += 32) {
+        __m512 b0[2], b1[2];
+        for (int j = 0; j < NR; j++) {
+            const char *p = b[j] + (size_t)k * es;
+            b0[j] = ld16(p, DT);
+            b1[j] = ld16(p + 16 * es, DT);
+        }
+        for (int i = 0; i < MR; i++) {
+            __m512 a0 = _mm512_loadu_ps(A + i * lda + k), a1 = _mm512_loadu_ps(A + i * lda + k + 16);
+            for (int j = 0; j < NR; j++) {
+                s0[i * NR + j] = _mm512_fmadd_ps(a0, b0[j], s0[i * NR + j]);
+                s1[i * NR + j] = _mm512_fmadd_ps(a1, b1[j], s1[i * NR + j]);
+            }
+        }
+    }
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++) {
+            float *e = acc + (j * M + i) * 32;
+            _mm512_storeu_ps(e, s0[i * NR + j]);
+            _mm512_storeu_ps(e + 16, s1[i * NR + j]);
+        }
+}
+
+#define R512_KB_TILE_M(NR, DT)                                                                                \
+    do {                                                                                                      \
+        int64_t i = 0;                                                                                        \
+        for (; i + 4 <= M; i += 4)                                                                            \
+            r512_kb_tile(4, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * 32, M);              \
+        switch (M - i) {                                                                                      \
+        case 3: r512_kb_tile(3, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * 32, M); break;   \
+        case 2: r512_kb_tile(2, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * 32, M); break;   \
+        case 1: r512_kb_tile(1, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * 32, M); break;   \
+        default: break;                                                                                       \
+        }                                                                                                     \
+    } while (0)
+
+/* Columns [c0, c1) in blocks of nc, A in blocks of kc k (multiples of 32);
+ * acc: nc * M * 32 floats. Then each element's tail (r512_tile's masked steps
+ * of 16 into s0) and reduction. */
+TXC_INLINE_AVX512 void r512_kb_cols(const int DT, int64_t M, int64_t c0, int64_t c1, int64_t n4, int64_t K,
+                                    const float *A, int64_t lda, const char *B, int64_t ldb, float *C, int64_t ldc,
+                                    float *acc, int64_t nc, int64_t kc)
+{
+    const size_t es = DT == TXC_F32 ? 4 : 2;
+    const int64_t K32 = K - K % 32;
+    for (int64_t jb = c0; jb < c1; jb += nc) {
+        const int64_t je = jb + nc < c1 ? jb + nc : c1;
+        for (int64_t k0 = 0; k0 < K32; k0 += kc) {
+            const int64_t k1 = k0 + kc < K32 ? k0 + kc : K32;
+            const bool first = k0 == 0;
+            for (int64_t j = jb; j < je; j += 2) {
+                const char *bj = B + (size_t)(j * ldb) * es;
+                float *accj = acc + (j - jb) * M * 32;
+                if (je - j == 1)
+                    R512_KB_TILE_M(1, DT);
+                else
+                    R512_KB_TILE_M(2, DT);
+            }
+        }
+        for (int64_t j = jb; j < je; j++) {
+            const char *bj = B + (size_t)(j * ldb) * es;
+            for (int64_t i = 0; i < M; i++) {
+                const float *e = acc + ((j - jb) * M + i) * 32;
+                __m512 s0 = K32 ? _mm512_loadu_ps(e) : _mm512_setzero_ps();
+                __m512 s1 = K32 ? _mm512_loadu_ps(e + 16) : _mm512_setzero_ps();
+                for (int64_t k = K32; k < K; k += 16) {
+                    __mmask16 m = K - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (K - k)) - 1u);
+                    s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, A + i * lda + k), ld16m(bj + (size_t)k * es, DT, m),
+                                         s0);
+                }
+                __m512 v = _mm512_add_ps(s0, s1);
+                C[i * ldc + j] = j < n4 ? rows_hsum8x4(fold512(v)) : _mm512_reduce_add_ps(v);
+            }
+        }
+    }
+}
+
+TXC_AVX512 static void kb_avx512(txc_dtype dt, int64_t M, int64_t c0, int64_t c1, int64_t n4, int64_t K,
+                                 const float *A, int64_t lda, const void *B, int64_t ldb, float *C, int64_t ldc,
+                                 float *acc, int64_t nc, int64_t kc)
+{
+    if (dt == TXC_F32)
+        r512_kb_cols(TXC_F32, M, c0, c1, n4, K, A, lda, B, ldb, C, ldc, acc, nc, kc);
+    else if (dt == TXC_BF16)
+        r512_kb_cols(TXC_BF16, M, c0, c1, n4, K, A, lda, B, ldb, C, ldc, acc, nc, kc);
+    else
+        r512_kb_cols(TXC_F16, M, c0, c1, n4, K, A, lda, B, ldb, C, ldc, acc, nc, kc);
+}
+
 TXC_AVX512 static void rows_avx512(txc_dtype dt, int64_t M, int64_t c0, int64_t c1, int64_t n4, int64_t K,
                                    const float *A, int64_t lda, const void *B, int64_t ldb, float *C, int64_t ldc)
 {
@@ -374,7 +488,12 @@ static void rows_task(void *ctx, int64_t t)
     if (c0 >= c1)
         return;
     if (j->avx512) {
-        rows_avx512(j->bdt, j->M, c0, c1, j->N - j->N % 4, j->K, j->A, j->lda, j->B, j->ldb, j->C, j->ldc);
+        float *acc = j->nc ? txc_scratch((size_t)(j->nc * j->M * 32) * sizeof(float), TXC_SCRATCH_GEMM_PACK) : NULL;
+        if (acc)
+            kb_avx512(j->bdt, j->M, c0, c1, j->N - j->N % 4, j->K, j->A, j->lda, j->B, j->ldb, j->C, j->ldc, acc,
+                      j->nc, j->kc);
+        else /* (no memory for the accumulators, or A within ROWS512_KB_A_BYTES: the register tiles) */
+            rows_avx512(j->bdt, j->M, c0, c1, j->N - j->N % 4, j->K, j->A, j->lda, j->B, j->ldb, j->C, j->ldc);
         return;
     }
     float *acc = j->nc ? txc_scratch((size_t)(j->nc * j->M * 8) * sizeof(float), TXC_SCRATCH_GEMM_PACK) : NULL;
@@ -407,6 +526,13 @@ void txc_kern_gemv_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t
             j.kc = j.kc < 64 ? 64 : j.kc;
             j.nc = ROWS_KB_B_BYTES / (K * es) / 3 * 3;
             j.nc = j.nc < 3 ? 3 : j.nc > ROWS_KB_NC_MAX ? ROWS_KB_NC_MAX : j.nc;
+        }
+        if (j.avx512 && M >= 4 && (double)M * (double)K * sizeof(float) > ROWS512_KB_A_BYTES && K >= 32) {
+            const int64_t es = bdt == TXC_F32 ? 4 : 2;
+            j.kc = ROWS_KB_BLOCK_BYTES / (M * (int64_t)sizeof(float)) / 32 * 32;
+            j.kc = j.kc < 64 ? 64 : j.kc;
+            j.nc = ROWS_KB_B_BYTES / (K * es) / 2 * 2;
+            j.nc = j.nc < 2 ? 2 : j.nc > ROWS_KB_NC_MAX ? ROWS_KB_NC_MAX : j.nc;
         }
         int threads = txc_threads_get();
         if (threads > 1 && (double)M * (double)N * (double)K >= ROWS_PAR_MIN_MACS && N >= 32) {
