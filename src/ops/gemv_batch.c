@@ -34,7 +34,10 @@
  * gemv_tile512): the same per-element arithmetic as gemv_tile512 (two
  * 16-lane accumulators over k in steps of 32, a masked tail of 16, the
  * reduction of the column's tile: see r512_tile below) in 4 x 2 tiles, 8 x 1
- * from 8 rows, B read once for all rows. The portable build: the one-row
+ * from 8 rows, B read once for all rows; where A passes ROWS512_KB_A_BYTES
+ * (down_proj's K = 4864 at 8 rows), 4 x 2 tiles over blocks of k with each
+ * element's two accumulators kept in a buffer between blocks (r512_kb_tile:
+ * the same chain). The portable build: the one-row
  * GEMV per row (its bits by construction; B read once per row).
  *
  * Threads: columns in chunks of 16 (rows_kb: of nc; dynamic); a column's
@@ -352,6 +355,13 @@ TXC_INLINE_AVX512 void r512_cols(const int DT, int64_t M, int64_t c0, int64_t c1
 #ifndef ROWS512_KB_A_BYTES
 #define ROWS512_KB_A_BYTES (64 * 1024)
 #endif
+/* Its block of A (M rows x kc k, kc a multiple of 32) and of B's columns, bytes. */
+#ifndef ROWS512_KB_BLOCK_BYTES
+#define ROWS512_KB_BLOCK_BYTES (10 * 1024)
+#endif
+#ifndef ROWS512_KB_B_BYTES
+#define ROWS512_KB_B_BYTES (96 * 1024)
+#endif
 
 /* k-blocked AVX-512 (as rows_kb for AVX2): MR x NR (MR <= 4, NR <= 2) over k
  * in [k0, k1) (multiples of 32, below K - K % 32): element (i, j)'s s0 and s1
@@ -529,9 +539,9 @@ void txc_kern_gemv_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t
         }
         if (j.avx512 && M >= 4 && (double)M * (double)K * sizeof(float) > ROWS512_KB_A_BYTES && K >= 32) {
             const int64_t es = bdt == TXC_F32 ? 4 : 2;
-            j.kc = ROWS_KB_BLOCK_BYTES / (M * (int64_t)sizeof(float)) / 32 * 32;
+            j.kc = ROWS512_KB_BLOCK_BYTES / (M * (int64_t)sizeof(float)) / 32 * 32;
             j.kc = j.kc < 64 ? 64 : j.kc;
-            j.nc = ROWS_KB_B_BYTES / (K * es) / 2 * 2;
+            j.nc = ROWS512_KB_B_BYTES / (K * es) / 2 * 2;
             j.nc = j.nc < 2 ? 2 : j.nc > ROWS_KB_NC_MAX ? ROWS_KB_NC_MAX : j.nc;
         }
         int threads = txc_threads_get();
