@@ -4,7 +4,8 @@
  * - on by default;
  * - on: txc_linear of 1 < M <= 32 rows gives every row the bits of that row
  *   alone (txc_kern_gemm_nt with M = 1), for float32, bfloat16 and float16
- *   weights, on 1 and 2 threads;
+ *   weights, on 1 to 3 threads, at every SIMD level the CPU has (the
+ *   portable rows, AVX2's tiles, AVX-512's);
  * - off, at SIMD level 1 (AVX2): txc_linear gives the packed GEMM's bits
  *   (txc_kern_gemm_nt_avx2_packed), which are not the rows' alone in at
  *   least one element (the switch changes the kernel), within float32
@@ -104,21 +105,27 @@ static void test_on_rows_alone(void **state)
     (void)state;
     data *d = make();
     const txc_dtype dts[] = {TXC_F32, TXC_BF16, TXC_F16};
-    const int64_t Ms[] = {2, 4, 8, 13, 16, 32};
+    const int64_t Ms[] = {2, 3, 4, 5, 8, 9, 13, 16, 32};
     txc_ops_set_batch_invariant(true);
-    for (int th = 1; th <= 2; th++) {
-        assert_int_equal(txc_threads_set(th), TXC_OK);
-        for (size_t t = 0; t < 3; t++) {
-            const void *B = weights(d, dts[t]);
-            for (size_t m = 0; m < sizeof Ms / sizeof *Ms; m++) {
-                linear(d, Ms[m], B, dts[t]);
-                rows_alone(d, Ms[m], B, dts[t]);
-                if (memcmp(d->C, d->R, sizeof(float) * (size_t)(Ms[m] * N)) != 0)
-                    fail_msg("invariant: M = %lld, dtype %d, %d threads: a row differs from it alone", (long long)Ms[m],
-                             (int)dts[t], th);
+    const int top = txc_kern_simd_level();
+    for (int level = 0; level <= top; level++) { /* each kernel this CPU has (AVX2, AVX-512) */
+        txc_kern_set_simd_level(level);
+        for (int th = 1; th <= 3; th++) {
+            assert_int_equal(txc_threads_set(th), TXC_OK);
+            for (size_t t = 0; t < 3; t++) {
+                const void *B = weights(d, dts[t]);
+                for (size_t m = 0; m < sizeof Ms / sizeof *Ms; m++) {
+                    linear(d, Ms[m], B, dts[t]);
+                    rows_alone(d, Ms[m], B, dts[t]);
+                    if (memcmp(d->C, d->R, sizeof(float) * (size_t)(Ms[m] * N)) != 0)
+                        fail_msg("invariant: M = %lld, dtype %d, %d threads, SIMD level %d: a row differs from it "
+                                 "alone",
+                                 (long long)Ms[m], (int)dts[t], th, txc_kern_simd_level());
+                }
             }
         }
     }
+    txc_kern_set_simd_level(-1);
     txc_threads_set(0);
     free(d);
 }

@@ -61,6 +61,32 @@ TXC_INLINE_AVX2 __m128 hsum8x4(__m256 a, __m256 b, __m256 c, __m256 d)
     return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
+/* 16 elements of dt at p (only the lanes in `m` are read; the others are 0). */
+TXC_INLINE_AVX512 __m512 ld16m(const char *p, const int dt, __mmask16 m)
+{
+    if (dt == TXC_F32)
+        return _mm512_maskz_loadu_ps(m, (const float *)p);
+    __m256i h = _mm256_maskz_loadu_epi16(m, p);
+    if (dt == TXC_BF16)
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return _mm512_cvtph_ps(h);
+}
+
+TXC_INLINE_AVX512 __m512 ld16(const char *p, const int dt)
+{
+    if (dt == TXC_F32)
+        return _mm512_loadu_ps((const float *)p);
+    __m256i h = _mm256_loadu_si256((const __m256i *)p);
+    if (dt == TXC_BF16)
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return _mm512_cvtph_ps(h);
+}
+
+TXC_INLINE_AVX512 __m256 fold512(__m512 v)
+{
+    return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+}
+
 /* The dot tile: MR rows of A (stride lda) x NR rows of B (b[j]; NR <= 4),
  * K elements: acc[i * NR + j] the 8 lanes over k < K - K % 8, tail[i * NR + j]
  * the scalar sum of the rest. PF: prefetch B PFDIST bytes ahead into L1.

@@ -74,13 +74,13 @@ void txc_kern_attn_scores(int64_t M, int64_t N, int64_t E, const float *Q, int64
  * txc/batch.h): txc_kern_gemm_nt with 1 < M <= TXC_KERN_ROWS_INVARIANT_MAX
  * runs txc_kern_gemv_rows, which gives every row of C the bits of
  * txc_kern_gemm_nt(1, N, K, that row, ...) — whatever M, the other rows,
- * the thread count — and reads B once for all rows on AVX2 (gemv_batch.c:
- * the one-row kernel's per-element order in 4 x 2 tiles). So below the
- * bound the GEMM never switches summation order with M: no AVX-512 tiles
- * of another order, no AMX (which rounds A to bfloat16: only for M above
- * the bound), no half-to-float block conversion path. On AVX-512 and the
- * portable build the rows run one at a time through the one-row GEMV (the
- * same bits; B read once per row). Above the bound (long prefills) the
+ * the thread count — and reads B once for all rows on AVX2 and AVX-512
+ * (gemv_batch.c: each one-row kernel's per-element order in multi-row
+ * tiles). So below the bound the GEMM never switches summation order with
+ * M: no AVX-512 tiles of another order, no AMX (which rounds A to bfloat16:
+ * only for M above the bound), no half-to-float block conversion path. On
+ * the portable build the rows run one at a time through the one-row GEMV
+ * (the same bits; B read once per row). Above the bound (long prefills) the
  * fastest kernel for M is used and rows may differ in the last bits from
  * M = 1. The NN kernels (transposed weights) compute every element in k
  * order whatever M and are row-invariant at any M. */

@@ -313,31 +313,7 @@ DT_DISPATCH(TXC_AVX2, nn_avx2, nn_blocked)
 
 /* ---- AVX-512 kernels (same tiles, 16 lanes, masked tails) ------------------------ */
 
-/* 16 elements of dt at p (only the lanes in `m` are read; the others are 0). */
-TXC_INLINE_AVX512 __m512 ld16m(const char *p, const int dt, __mmask16 m)
-{
-    if (dt == TXC_F32)
-        return _mm512_maskz_loadu_ps(m, (const float *)p);
-    __m256i h = _mm256_maskz_loadu_epi16(m, p);
-    if (dt == TXC_BF16)
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-    return _mm512_cvtph_ps(h);
-}
-
-TXC_INLINE_AVX512 __m512 ld16(const char *p, const int dt)
-{
-    if (dt == TXC_F32)
-        return _mm512_loadu_ps((const float *)p);
-    __m256i h = _mm256_loadu_si256((const __m256i *)p);
-    if (dt == TXC_BF16)
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-    return _mm512_cvtph_ps(h);
-}
-
-TXC_INLINE_AVX512 __m256 fold512(__m512 v)
-{
-    return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-}
+/* ld16, ld16m and fold512: ops/avx2_dot.h (shared with gemv_batch.c). */
 
 TXC_INLINE_AVX512 void nt_tile512(const int MR, const int NR, const int DT, int64_t K, const float *A, int64_t lda,
                                   const char *B, int64_t ldb, float *C, int64_t ldc)
