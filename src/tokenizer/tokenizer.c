@@ -489,9 +489,10 @@ static txc_status load_json(txc_tokenizer *t, const cJSON *root)
 /* Hand the heap that the parse tree freed back to the system: cJSON's
  * tree of a large tokenizer.json is about a million small allocations
  * (42 MiB for Qwen2.5's 6 MB file), freed under the tables that stay, so
- * glibc keeps it in the RSS for the life of the process (here 78 MiB held
- * after the load, 36 after the trim). malloc_trim(3) returns the free
- * pages inside the heap too (MADV_DONTNEED); elsewhere: nothing. */
+ * glibc would keep it in the RSS for the life of the process (Qwen3's 11 MB
+ * file: 80 MiB held after the load, 19 MiB with the trim;
+ * test_tokenizer_memory). malloc_trim(3) returns the free pages inside the
+ * heap too (MADV_DONTNEED); elsewhere: nothing. */
 static void release_freed_heap(void)
 {
 #ifdef __GLIBC__
