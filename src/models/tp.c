@@ -15,9 +15,10 @@
  *
  * Each rank reads only its slices of the file: a colwise weight's rows are
  * one contiguous range of the mapping (zero copy), a rowwise weight's
- * columns are copied out row by row (and the tensor's pages of the mapping
- * dropped again: otherwise every rank's RSS keeps all of o and down). Norms and o/down biases are
- * replicated. Phi-3's fused qkv_proj / gate_up_proj are split block by
+ * columns are copied out row by row into read-only anonymous memory of
+ * the slice's exact size (and the tensor's pages of the mapping dropped
+ * again: otherwise every rank's RSS keeps all of o and down). Norms and
+ * o/down biases are replicated. Phi-3's fused qkv_proj / gate_up_proj are split block by
  * block (this rank's q rows, k rows, v rows: three zero-copy ranges, three
  * parameters), so the forward runs the unfused path. Where vocab_size
  * does not divide by the size, the embedding and lm_head are replicated (no
@@ -37,6 +38,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 txc_status txc_model_tp_check(const txc_hf_config *c, int64_t n)
 {
@@ -132,6 +134,43 @@ static int64_t tp_block(const txc_model *m, int split)
     return split == TP_KV_ROWS ? m->tp_rank / m->kv_rep : m->tp_rank;
 }
 
+/* An anonymous storage's copy done: read-only (another kind: left as is). */
+static void seal(txc_array *a)
+{
+    txc_storage *s = txc_array_storage(a);
+    if (txc_storage_get_kind(s) == TXC_STORAGE_ANON)
+        (void)txc_storage_seal(s);
+}
+
+/* The array of a rowwise slice's copied columns: anonymous memory of the
+ * slice's exact size (txc_array_new rounds an array of 2 MiB or more up to
+ * whole 2 MiB and zeroes the tail: over Qwen2.5-0.5B's 24 down_proj slices
+ * of 4.2 MiB at tp 2 that was 44 MiB of every rank's RSS), with
+ * madvise(MADV_HUGEPAGE) asked for its whole 2 MiB blocks only (a huge page
+ * over the tail would be the same waste); a kernel that refuses keeps small
+ * pages. Sealed read-only after the copy (seal), as the weights
+ * copy is. */
+static txc_array *cols_array(const txc_model *m, txc_dtype dtype, int ndim, const int64_t *shape)
+{
+    txc_device dev = txc_env_device(m->env);
+    if (dev.type != TXC_DEVICE_CPU)
+        return txc_array_new(dev, dtype, ndim, shape);
+    size_t nbytes = txc_dtype_size(dtype);
+    for (int d = 0; d < ndim; d++)
+        nbytes *= (size_t)shape[d];
+    txc_storage *s = txc_storage_new_anon(nbytes ? nbytes : 1, false);
+    if (!s)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    const size_t huge = (size_t)2 << 20, whole = nbytes & ~(huge - 1); /* the base is 2 MiB-aligned */
+    if (whole)
+        (void)madvise(txc_storage_data(s), whole, MADV_HUGEPAGE); /* refused: small pages */
+#endif
+    txc_array *a = txc_array_from_storage(s, 0, dtype, ndim, shape);
+    txc_storage_release(s); /* the array holds it */
+    return a;
+}
+
 txc_status txc_tp_slice(const txc_model *m, const txc_st_tensor *t, int split, txc_array **out)
 {
     *out = NULL;
@@ -157,13 +196,14 @@ txc_status txc_tp_slice(const txc_model *m, const txc_st_tensor *t, int split, t
         else if ((*out = txc_array_new(txc_env_device(m->env), t->dtype, t->ndim, shape)))
             memcpy(txc_array_data(*out), (const char *)t->data + skip, (size_t)shape[0] * row);
     } else { /* columns [r*K/n, (r+1)*K/n) of every row: copied */
-        if ((*out = txc_array_new(txc_env_device(m->env), t->dtype, t->ndim, shape))) {
+        if ((*out = cols_array(m, t->dtype, t->ndim, shape))) {
             const size_t part = (size_t)shape[1] * es, full = (size_t)t->shape[1] * es;
             char *dst = txc_array_data(*out);
             const char *src = (const char *)t->data + (size_t)r * part;
             for (int64_t i = 0; i < t->shape[0]; i++)
                 memcpy(dst + (size_t)i * part, src + (size_t)i * full, part);
             txc_impl_drop_mapped_pages(t->data, t->nbytes); /* every row's pages were read */
+            seal(*out);
         }
     }
     return *out ? TXC_OK : txc_last_status();
@@ -189,7 +229,7 @@ txc_status txc_tp_slice_part(const txc_model *m, const txc_st_tensor *t, int64_t
             *out = txc_array_from_storage(t->storage, t->byte_offset + skip, t->dtype, t->ndim, shape);
         else if ((*out = txc_array_new(txc_env_device(m->env), t->dtype, t->ndim, shape)))
             memcpy(txc_array_data(*out), (const char *)t->data + skip, (size_t)mine * row);
-    } else if ((*out = txc_array_new(txc_env_device(m->env), t->dtype, 2, shape))) {
+    } else if ((*out = cols_array(m, t->dtype, 2, shape))) {
         /* columns [first, first + mine) of every row: copied */
         const size_t part = (size_t)mine * es, full = (size_t)t->shape[1] * es;
         char *dst = txc_array_data(*out);
@@ -197,6 +237,7 @@ txc_status txc_tp_slice_part(const txc_model *m, const txc_st_tensor *t, int64_t
         for (int64_t i = 0; i < t->shape[0]; i++)
             memcpy(dst + (size_t)i * part, src + (size_t)i * full, part);
         txc_impl_drop_mapped_pages(t->data, t->nbytes);
+        seal(*out);
     }
     return *out ? TXC_OK : txc_last_status();
 }

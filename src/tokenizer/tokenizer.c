@@ -8,6 +8,9 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -483,6 +486,20 @@ static txc_status load_json(txc_tokenizer *t, const cJSON *root)
     return st;
 }
 
+/* Hand the heap that the parse tree freed back to the system: cJSON's
+ * tree of a large tokenizer.json is about a million small allocations
+ * (42 MiB for Qwen2.5's 6 MB file), freed under the tables that stay, so
+ * glibc would keep it in the RSS for the life of the process (Qwen3's 11 MB
+ * file: 80 MiB held after the load, 19 MiB with the trim;
+ * test_tokenizer_memory). malloc_trim(3) returns the free pages inside the
+ * heap too (MADV_DONTNEED); elsewhere: nothing. */
+static void release_freed_heap(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
 /* Parse tokenizer.json text; `origin` names it in the "not valid JSON" message. */
 static txc_status tokenizer_parse(const char *data, size_t len, const char *origin, txc_tokenizer **out)
 {
@@ -503,6 +520,7 @@ static txc_status tokenizer_parse(const char *data, size_t len, const char *orig
     }
     txc_status st = load_json(t, root);
     cJSON_Delete(root);
+    release_freed_heap();
     if (st) {
         txc_tokenizer_free(t);
         return st;
@@ -525,6 +543,7 @@ txc_status txc_tokenizer_load(const char *path, txc_tokenizer **out)
         txc_tokenizer *t = calloc(1, sizeof *t);
         gs = t ? load_json(t, tree) : txc_error(TXC_ERR_NOMEM, "tokenizer: out of memory");
         cJSON_Delete(tree);
+        release_freed_heap();
         if (gs) {
             txc_tokenizer_free(t);
             return gs;
