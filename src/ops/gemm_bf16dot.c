@@ -121,16 +121,36 @@ TXC_INLINE_BF16DOT void bd_micro(const int MR, int64_t kpn, const uint16_t *a, i
             _mm512_mask_storeu_ps(c + r * ldc + 16 * v, mask[v], acc[r][v]);
 }
 
+/* Transpose the 16 x 16 block of 32-bit words r[0..15] in place. */
+TXC_INLINE_BF16DOT void bd_transpose16(__m512i r[16])
+{
+    __m512i t[16], v[16];
+    for (int g = 0; g < 4; g++) {
+        __m512i *q = r + 4 * g;
+        __m512i t0 = _mm512_unpacklo_epi32(q[0], q[1]), t1 = _mm512_unpackhi_epi32(q[0], q[1]);
+        __m512i t2 = _mm512_unpacklo_epi32(q[2], q[3]), t3 = _mm512_unpackhi_epi32(q[2], q[3]);
+        /* v[4g + w] lane L: (r[4g..4g+3][4L + w]) */
+        t[4 * g + 0] = _mm512_unpacklo_epi64(t0, t2), t[4 * g + 1] = _mm512_unpackhi_epi64(t0, t2);
+        t[4 * g + 2] = _mm512_unpacklo_epi64(t1, t3), t[4 * g + 3] = _mm512_unpackhi_epi64(t1, t3);
+    }
+    for (int w = 0; w < 4; w++) { /* the 4 x 4 transpose of 128-bit lanes over the row groups */
+        __m512i x0 = _mm512_shuffle_i32x4(t[w], t[4 + w], 0x44), x1 = _mm512_shuffle_i32x4(t[w], t[4 + w], 0xee);
+        __m512i x2 = _mm512_shuffle_i32x4(t[8 + w], t[12 + w], 0x44), x3 = _mm512_shuffle_i32x4(t[8 + w], t[12 + w], 0xee);
+        v[0 + w] = _mm512_shuffle_i32x4(x0, x2, 0x88), v[4 + w] = _mm512_shuffle_i32x4(x0, x2, 0xdd);
+        v[8 + w] = _mm512_shuffle_i32x4(x1, x3, 0x88), v[12 + w] = _mm512_shuffle_i32x4(x1, x3, 0xdd);
+    }
+    for (int i = 0; i < 16; i++)
+        r[i] = v[i];
+}
+
 /* The panel of columns n..n+nr-1 (nr <= 64; the rest zeros), k in
  * [k0, k0 + 2 kpn) of K: bp[p * 64 + c] = (B[n+c][k0+2p], B[n+c][k0+2p+1]),
- * elements at k >= K zero. */
+ * elements at k >= K zero. 16 rows x 16 pairs at a time through a 32-bit
+ * transpose (masked loads: nothing past the block or K is read). */
 TXC_INLINE_BF16DOT void bd_pack_b(const uint16_t *B, int64_t ldb, int64_t n, int nr, int64_t k0, int64_t kpn,
                                    int64_t K, uint32_t *bp)
 {
-    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512i rows = _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)ldb));
-    /* whole pairs inside K */
-    const int64_t whole = (K - k0) / 2 < kpn ? (K - k0) / 2 : kpn;
+    const int64_t kend = K - k0 < 2 * kpn ? K - k0 : 2 * kpn; /* elements of this block inside K */
     for (int g = 0; g < BNR / 16; g++) {
         const int live = nr - 16 * g;
         uint32_t *o = bp + 16 * g;
@@ -139,17 +159,17 @@ TXC_INLINE_BF16DOT void bd_pack_b(const uint16_t *B, int64_t ldb, int64_t n, int
                 _mm512_store_si512(o + p * BNR, _mm512_setzero_si512());
             continue;
         }
-        const __mmask16 m = live >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << live) - 1u);
         const uint16_t *base = B + (n + 16 * g) * ldb + k0;
-        for (int64_t p = 0; p < whole; p++)
-            _mm512_store_si512(o + p * BNR,
-                               _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, rows, base + 2 * p, 2));
-        for (int64_t p = whole; p < kpn; p++) { /* the odd K's last element, then zeros */
-            uint32_t t[16] = {0};
-            if (k0 + 2 * p < K)
-                for (int c = 0; c < live && c < 16; c++)
-                    t[c] = base[c * ldb + 2 * p];
-            _mm512_store_si512(o + p * BNR, _mm512_loadu_si512(t));
+        for (int64_t p0 = 0; p0 < kpn; p0 += 16) {
+            const int64_t left = kend - 2 * p0;
+            const __mmask32 m = left >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << left) - 1u);
+            __m512i r[16];
+            for (int c = 0; c < 16; c++)
+                r[c] = c < live ? _mm512_maskz_loadu_epi16(m, base + c * ldb + 2 * p0) : _mm512_setzero_si512();
+            bd_transpose16(r);
+            const int64_t w_n = kpn - p0 < 16 ? kpn - p0 : 16;
+            for (int64_t w = 0; w < w_n; w++)
+                _mm512_store_si512(o + (p0 + w) * BNR, r[w]);
         }
     }
 }
@@ -183,7 +203,26 @@ TXC_INLINE_BF16DOT void bd_cols(const bd_job *j, const bd_part *pt, int64_t c0, 
         for (int64_t k0 = 0; k0 < j->Kp; k0 += j->kc) {
             const int64_t kpn = (j->Kp - k0 < j->kc ? j->Kp - k0 : j->kc) / 2;
             bd_pack_b(pt->B, pt->ldb, n, nr, k0, kpn, j->K, bp);
+            /* The raw B of the next panel (the next K block, else the next
+             * 64 columns' first) is prefetched into L2 while this one's
+             * tiles run, spread over them: a weight is read once per GEMM,
+             * from memory, and the pack's loads would otherwise wait for it. */
+            int64_t nn = n, nk = k0 + j->kc;
+            if (nk >= j->Kp)
+                nn = n + BNR, nk = 0;
+            const int pf_rows = nn < c1 ? (c1 - nn < BNR ? (int)(c1 - nn) : BNR) : 0;
+            const int64_t pf_k = j->Kp - nk < j->kc ? j->Kp - nk : j->kc;
+            const int pf_lines = (int)((pf_k * 2 + 63) / 64) + 1, pf_total = pf_rows * pf_lines;
+            const int n_tiles = (int)((j->mc + BMR - 1) / BMR);
+            const int pf_per = (pf_total + n_tiles - 1) / n_tiles;
+            const char *pf_base = (const char *)(pt->B + nn * pt->ldb + nk);
+            int pf_next = 0;
             for (int64_t i = 0; i < j->mc; i += BMR) {
+                for (int q = 0; q < pf_per && pf_next < pf_total; q++, pf_next++)
+                    _mm_prefetch((const char *)((uintptr_t)pf_base +
+                                                (uintptr_t)((pf_next / pf_lines) * pt->ldb * 2) +
+                                                (uintptr_t)(pf_next % pf_lines) * 64),
+                                 _MM_HINT_T1); /* (an address, not a pointer into B: may pass its end) */
                 const uint16_t *a = j->Ab + i * j->Kp + k0;
                 float *c = pt->C + i * pt->ldc + n;
                 switch (j->mc - i < BMR ? (int)(j->mc - i) : BMR) {
@@ -221,7 +260,7 @@ TXC_BF16DOT static void bd_round_rows(const float *A, int64_t lda, int64_t m, in
 /* Below this many multiply-adds the columns run on the calling thread. */
 #define BD_PAR_MIN_MACS (64 * 1024)
 /* Column chunks per thread (taken on demand). */
-#define BD_CHUNKS 4
+#define BD_CHUNKS 8
 
 /* (noinline: entered only after the CPU check; see amx.c's note on
  * target attributes and ASan's prologue) */
@@ -255,8 +294,10 @@ static TXC_BF16DOT __attribute__((noinline)) bool bd_gemm(int n_parts, const bd_
             j.parts[p].C = parts[p].C + m0 * parts[p].ldc;
         j.chunk = cols;
         if (threads > 1 && (double)mc * (double)cols * (double)K >= BD_PAR_MIN_MACS && cols > BNR) {
-            int64_t chunk = (cols + threads * BD_CHUNKS - 1) / (threads * BD_CHUNKS);
-            j.chunk = (chunk + BNR - 1) / BNR * BNR;
+            /* whole panels, at least BD_CHUNKS per thread where there are
+             * that many (a chunk rounded up to many panels left 4 against 3) */
+            int64_t panels = cols / BNR / (threads * BD_CHUNKS);
+            j.chunk = (panels > 1 ? panels : 1) * BNR;
             txc_parallel_for_dynamic((cols + j.chunk - 1) / j.chunk, bd_task, &j);
         } else {
             bd_task(&j, 0);
@@ -293,23 +334,26 @@ bool txc_kern_gemm_nt_bf16dot(int64_t M, int64_t N, int64_t K, const float *A, i
 }
 
 /* The VDPBF16PS peak probe: `iters` rounds of 16 independent accumulator
- * chains (latency 6 x 2 pipes on Zen 4/5 plus margin), no memory traffic;
- * 16 x 32 x 2 flops each. */
+ * chains (no memory traffic); 16 lanes x 2 products x 2 flops each. */
 static TXC_BF16DOT __attribute__((noinline)) double bd_peak_run(int64_t iters, float *sink)
 {
-    __m512 acc[16];
-    for (int i = 0; i < 16; i++)
-        acc[i] = _mm512_set1_ps((float)i);
     const __m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80), y = (__m512bh)_mm512_set1_epi32(0x33803380);
+    __m512 a0 = _mm512_set1_ps(*sink), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0,
+           a9 = a0, a10 = a0, a11 = a0, a12 = a0, a13 = a0, a14 = a0, a15 = a0;
     for (int64_t k = 0; k < iters; k++) {
-        for (int i = 0; i < 16; i++)
-            acc[i] = _mm512_dpbf16_ps(acc[i], x, y);
-        __asm__ volatile("" : "+v"(acc[0]), "+v"(acc[5]), "+v"(acc[10]), "+v"(acc[15]));
+        a0 = _mm512_dpbf16_ps(a0, x, y), a1 = _mm512_dpbf16_ps(a1, x, y), a2 = _mm512_dpbf16_ps(a2, x, y);
+        a3 = _mm512_dpbf16_ps(a3, x, y), a4 = _mm512_dpbf16_ps(a4, x, y), a5 = _mm512_dpbf16_ps(a5, x, y);
+        a6 = _mm512_dpbf16_ps(a6, x, y), a7 = _mm512_dpbf16_ps(a7, x, y), a8 = _mm512_dpbf16_ps(a8, x, y);
+        a9 = _mm512_dpbf16_ps(a9, x, y), a10 = _mm512_dpbf16_ps(a10, x, y), a11 = _mm512_dpbf16_ps(a11, x, y);
+        a12 = _mm512_dpbf16_ps(a12, x, y), a13 = _mm512_dpbf16_ps(a13, x, y), a14 = _mm512_dpbf16_ps(a14, x, y);
+        a15 = _mm512_dpbf16_ps(a15, x, y);
     }
-    for (int i = 1; i < 16; i++)
-        acc[0] = _mm512_add_ps(acc[0], acc[i]);
-    *sink += _mm512_reduce_add_ps(acc[0]);
-    return (double)iters * 16 * 16 * 32 * 2;
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                             _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)),
+                                       _mm512_add_ps(_mm512_add_ps(a12, a13), _mm512_add_ps(a14, a15))));
+    *sink += _mm512_reduce_add_ps(s);
+    return (double)iters * 16 * 16 * 2 * 2; /* 16 instructions x 16 lanes x 2 products x (mul + add) */
 }
 
 double txc_kern_bf16dot_peak_run(int64_t iters, float *sink)

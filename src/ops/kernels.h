@@ -207,8 +207,8 @@ bool txc_kern_avx512bf16(void);
 /* -1 or 1: automatic; 0: never the VDPBF16PS GEMM (tests: level 2's f32 path). */
 void txc_kern_set_avx512bf16(int on);
 /* The VDPBF16PS peak probe: `iters` rounds of 16 independent accumulator
- * chains (no memory traffic); returns the flops done (16 x 32 x 2 per
- * instruction), 0 where txc_kern_avx512bf16() is false; *sink += a value of
+ * chains (no memory traffic); returns the flops done (16 lanes x 2
+ * products x 2 per instruction), 0 where txc_kern_avx512bf16() is false; *sink += a value of
  * the result (so the work cannot be optimised away). */
 double txc_kern_bf16dot_peak_run(int64_t iters, float *sink);
 
