@@ -42,8 +42,10 @@
 #define TXC_HAVE_X86 0
 #endif
 
-/* 0: portable C; 1: AVX2+FMA+F16C; 2: also AVX-512 F/BW/VL/DQ; 3: also
- * AMX-BF16 + AVX512-BF16 with the OS's permission for the tile state (the
+/* 0: portable C; 1: AVX2+FMA+F16C; 2: also AVX-512 F/BW/VL/DQ (where the
+ * CPU also has AVX512_BF16, txc_kern_avx512bf16(), the bfloat16-weight GEMM
+ * of prefill runs on VDPBF16PS, gemm_bf16dot.c); 3: also AMX-BF16 +
+ * AVX512-BF16 with the OS's permission for the tile state (the
  * bfloat16-weight GEMM of prefill runs on AMX, below). */
 int txc_kern_simd_level(void);
 /* -1: automatic; 0: the portable C kernels, 1: at most AVX2, 2: at most
@@ -91,7 +93,8 @@ void txc_kern_attn_scores(int64_t M, int64_t N, int64_t E, const float *Q, int64
  * the row's place among them): at SIMD level 1 (gemm_avx2.c's packed
  * kernel: one fma chain per element whatever M) and 0 (the portable
  * kernel: one dot per element); not established for the AVX-512 and AMX
- * tiles (levels 2 and 3): false there. (They are other bits than M <= 32's
+ * tiles (levels 2 and 3): false there (level 2's VDPBF16PS GEMM has the
+ * property, its f32/f16 tiles do not). (They are other bits than M <= 32's
  * either way.) txc/batch.h puts several prompts' chunks of more than 32
  * rows in one forward only where this holds (tests/test_batch.c). */
 bool txc_kern_gemm_rows_invariant(void);
