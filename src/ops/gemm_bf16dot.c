@@ -13,8 +13,9 @@
  * layout VDPBF16PS reads (word p of column c = B[c][k0+2p], B[c][k0+2p+1]),
  * 32 KiB, L1-resident while every row tile of the M block uses it; the
  * register tile is 6 rows x 64 columns (24 zmm accumulators, 4 zmm of B, A
- * broadcast a pair at a time from memory). Rows at the M edge are a shorter
- * tile (1..5 rows, same instructions per row), columns at the N edge are
+ * broadcast a pair at a time from memory). Rows at the M edge are shorter
+ * tiles (7..11 rows left: two near-equal tiles, fewer than 6: one; the same
+ * instructions per row), columns at the N edge are
  * zero-padded in the pack and stored masked. Threads take chunks of the
  * columns (multiples of 64) on demand; sibling GEMMs of one A (q/k/v,
  * gate/up) share the rounded A and one set of chunks.
@@ -217,7 +218,11 @@ TXC_INLINE_BF16DOT void bd_cols(const bd_job *j, const bd_part *pt, int64_t c0, 
             const int pf_per = (pf_total + n_tiles - 1) / n_tiles;
             const char *pf_base = (const char *)(pt->B + nn * pt->ldb + nk);
             int pf_next = 0;
-            for (int64_t i = 0; i < j->mc; i += BMR) {
+            for (int64_t i = 0, h; i < j->mc; i += h) {
+                /* 6-row tiles, and two near-equal ones where 6 would leave
+                 * a short last tile (rows left 7..11: 8 -> 4 + 4) */
+                const int64_t rem = j->mc - i;
+                h = rem > BMR && rem < 2 * BMR ? (rem + 1) / 2 : rem < BMR ? rem : BMR;
                 for (int q = 0; q < pf_per && pf_next < pf_total; q++, pf_next++)
                     _mm_prefetch((const char *)((uintptr_t)pf_base +
                                                 (uintptr_t)((pf_next / pf_lines) * pt->ldb * 2) +
@@ -225,7 +230,7 @@ TXC_INLINE_BF16DOT void bd_cols(const bd_job *j, const bd_part *pt, int64_t c0, 
                                  _MM_HINT_T1); /* (an address, not a pointer into B: may pass its end) */
                 const uint16_t *a = j->Ab + i * j->Kp + k0;
                 float *c = pt->C + i * pt->ldc + n;
-                switch (j->mc - i < BMR ? (int)(j->mc - i) : BMR) {
+                switch ((int)h) {
                 case 6: bd_micro(6, kpn, a, j->Kp, bp, c, pt->ldc, mask, k0 > 0); break;
                 case 5: bd_micro(5, kpn, a, j->Kp, bp, c, pt->ldc, mask, k0 > 0); break;
                 case 4: bd_micro(4, kpn, a, j->Kp, bp, c, pt->ldc, mask, k0 > 0); break;
