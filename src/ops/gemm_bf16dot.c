@@ -217,17 +217,19 @@ TXC_INLINE_BF16DOT void bd_cols(const bd_job *j, const bd_part *pt, int64_t c0, 
             const int n_tiles = (int)((j->mc + BMR - 1) / BMR);
             const int pf_per = (pf_total + n_tiles - 1) / n_tiles;
             const char *pf_base = (const char *)(pt->B + nn * pt->ldb + nk);
-            int pf_next = 0;
+            int pf_next = 0, pf_row = 0, pf_line = 0;
             for (int64_t i = 0, h; i < j->mc; i += h) {
                 /* 6-row tiles, and two near-equal ones where 6 would leave
                  * a short last tile (rows left 7..11: 8 -> 4 + 4) */
                 const int64_t rem = j->mc - i;
                 h = rem > BMR && rem < 2 * BMR ? (rem + 1) / 2 : rem < BMR ? rem : BMR;
-                for (int q = 0; q < pf_per && pf_next < pf_total; q++, pf_next++)
-                    _mm_prefetch((const char *)((uintptr_t)pf_base +
-                                                (uintptr_t)((pf_next / pf_lines) * pt->ldb * 2) +
-                                                (uintptr_t)(pf_next % pf_lines) * 64),
+                for (int q = 0; q < pf_per && pf_next < pf_total; q++, pf_next++) {
+                    _mm_prefetch((const char *)((uintptr_t)pf_base + (uintptr_t)(pf_row * pt->ldb * 2) +
+                                                (uintptr_t)pf_line * 64),
                                  _MM_HINT_T1); /* (an address, not a pointer into B: may pass its end) */
+                    if (++pf_line == pf_lines)
+                        pf_line = 0, pf_row++;
+                }
                 const uint16_t *a = j->Ab + i * j->Kp + k0;
                 float *c = pt->C + i * pt->ldc + n;
                 switch ((int)h) {
