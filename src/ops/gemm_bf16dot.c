@@ -345,8 +345,14 @@ bool txc_kern_gemm_nt_bf16dot(int64_t M, int64_t N, int64_t K, const float *A, i
 static TXC_BF16DOT __attribute__((noinline)) double bd_peak_run(int64_t iters, float *sink)
 {
     const __m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80), y = (__m512bh)_mm512_set1_epi32(0x33803380);
-    __m512 a0 = _mm512_set1_ps(*sink), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0,
-           a9 = a0, a10 = a0, a11 = a0, a12 = a0, a13 = a0, a14 = a0, a15 = a0;
+    /* (distinct starting values: equal ones let the compiler merge the
+     * chains into one, which measured one instruction's latency) */
+    const float s0 = *sink;
+#define BD_ACC(i) _mm512_set1_ps(s0 + (float)(i))
+    __m512 a0 = BD_ACC(0), a1 = BD_ACC(1), a2 = BD_ACC(2), a3 = BD_ACC(3), a4 = BD_ACC(4), a5 = BD_ACC(5),
+           a6 = BD_ACC(6), a7 = BD_ACC(7), a8 = BD_ACC(8), a9 = BD_ACC(9), a10 = BD_ACC(10), a11 = BD_ACC(11),
+           a12 = BD_ACC(12), a13 = BD_ACC(13), a14 = BD_ACC(14), a15 = BD_ACC(15);
+#undef BD_ACC
     for (int64_t k = 0; k < iters; k++) {
         a0 = _mm512_dpbf16_ps(a0, x, y), a1 = _mm512_dpbf16_ps(a1, x, y), a2 = _mm512_dpbf16_ps(a2, x, y);
         a3 = _mm512_dpbf16_ps(a3, x, y), a4 = _mm512_dpbf16_ps(a4, x, y), a5 = _mm512_dpbf16_ps(a5, x, y);
