@@ -4,10 +4,12 @@
  *   forward over each prompt of tests/fixtures/stories260k_bf16.json
  *   (transformers' LlamaForCausalLM, written by scripts/gen_bf16_fixtures.py),
  *   at every SIMD level this machine has (level 3: prefill GEMMs on AMX with
- *   activations rounded to bf16, as PyTorch's bf16 linear). Relative error =
- *   L2 norm of the difference over the reference row's:
+ *   activations rounded to bf16, as PyTorch's bf16 linear; level 2 with
+ *   AVX-512 BF16: the same on VDPBF16PS, and also with it turned off).
+ *   Relative error = L2 norm of the difference over the reference row's:
  *     vs PyTorch at the same precision (weights rounded to bf16, float32
- *     compute): <= 1e-4 at levels 0-2, <= 1e-2 with AMX;
+ *     compute): <= 1e-4 with float32 activations, <= 1e-2 where the
+ *     prefill GEMMs round them to bf16 (AMX, VDPBF16PS);
  *     vs PyTorch entirely in bf16 (activations and logits rounded to bf16
  *     too, itself 0.4-2% from float32): <= 3e-2.
  * - txc_kern_gemm_nt_amx against a double-precision reference: with A
@@ -25,7 +27,9 @@
 #include "txc/ops.h"
 #include "txc/threads.h"
 
-static void check_prompts(txc_model *m, int level)
+/* level: the SIMD level; rounded: the prefill GEMMs round the activations
+ * to bf16 (AMX at level 3, VDPBF16PS at level 2 with AVX-512 BF16). */
+static void check_prompts(txc_model *m, int level, bool rounded)
 {
     cJSON *doc = tu_load_json("tests/fixtures/stories260k_bf16.json");
     const cJSON *c;
@@ -46,7 +50,7 @@ static void check_prompts(txc_model *m, int level)
         const float *g = txc_tensor_data_ptr(logits);
         for (int which = 0; which < 2; which++) {
         const cJSON *ref = cJSON_GetObjectItem(c, which ? "logits_bf16" : "logits_bf16_weights");
-        const double bound = which ? 3e-2 : level >= 3 ? 1e-2 : 1e-4;
+        const double bound = which ? 3e-2 : rounded ? 1e-2 : 1e-4;
         for (int64_t r = 0; r < keep; r++) {
             const cJSON *row = cJSON_GetArrayItem(ref, (int)r);
             const float *got = g + (n - keep + r) * V;
@@ -83,7 +87,13 @@ static void test_logits_vs_torch_bf16(void **state)
     int top = txc_kern_simd_level();
     for (int level = 0; level <= top; level++) {
         txc_kern_set_simd_level(level);
-        check_prompts(m, level);
+        if (level == 2 && txc_kern_avx512bf16()) { /* level 2 without it too: float32 activations */
+            txc_kern_set_avx512bf16(0);
+            check_prompts(m, level, false);
+            txc_kern_set_avx512bf16(-1);
+            print_message("  (SIMD level 2 with AVX-512 BF16: prefill activations rounded to bf16)\n");
+        }
+        check_prompts(m, level, level >= 3 || (level == 2 && txc_kern_avx512bf16()));
     }
     txc_kern_set_simd_level(-1);
     txc_model_free(m);

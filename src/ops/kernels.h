@@ -8,6 +8,7 @@
  *                  max; txc_kern_round_through
  *   linalg.c       the f32 GEMM kernels, the SIMD level, txc_kern_shape_str
  *   gemm_avx2.c    the packed 6 x 16 AVX2 GEMM of prefill (no AVX-512/AMX)
+ *   gemm_bf16dot.c the 6 x 64 AVX-512 BF16 (VDPBF16PS) GEMM of bf16 prefill (no AMX)
  *   attention_scores.c  attention's row-invariant Q·Kᵀ
  *
  * The kernels use the per-thread scratch of ops/registry.h (txc_scratch)
@@ -41,8 +42,10 @@
 #define TXC_HAVE_X86 0
 #endif
 
-/* 0: portable C; 1: AVX2+FMA+F16C; 2: also AVX-512 F/BW/VL/DQ; 3: also
- * AMX-BF16 + AVX512-BF16 with the OS's permission for the tile state (the
+/* 0: portable C; 1: AVX2+FMA+F16C; 2: also AVX-512 F/BW/VL/DQ (where the
+ * CPU also has AVX512_BF16, txc_kern_avx512bf16(), the bfloat16-weight GEMM
+ * of prefill runs on VDPBF16PS, gemm_bf16dot.c); 3: also AMX-BF16 +
+ * AVX512-BF16 with the OS's permission for the tile state (the
  * bfloat16-weight GEMM of prefill runs on AMX, below). */
 int txc_kern_simd_level(void);
 /* -1: automatic; 0: the portable C kernels, 1: at most AVX2, 2: at most
@@ -90,7 +93,8 @@ void txc_kern_attn_scores(int64_t M, int64_t N, int64_t E, const float *Q, int64
  * the row's place among them): at SIMD level 1 (gemm_avx2.c's packed
  * kernel: one fma chain per element whatever M) and 0 (the portable
  * kernel: one dot per element); not established for the AVX-512 and AMX
- * tiles (levels 2 and 3): false there. (They are other bits than M <= 32's
+ * tiles (levels 2 and 3): false there (level 2's VDPBF16PS GEMM has the
+ * property, its f32/f16 tiles do not). (They are other bits than M <= 32's
  * either way.) txc/batch.h puts several prompts' chunks of more than 32
  * rows in one forward only where this holds (tests/test_batch.c). */
 bool txc_kern_gemm_rows_invariant(void);
@@ -164,6 +168,52 @@ bool txc_amx_available(void);
 double txc_kern_amx_peak_run(int64_t iters);
 bool txc_kern_gemm_nt_amx(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
                           int64_t ldb, float *C, int64_t ldc);
+
+/* gemm_bf16dot.c: C = A·Bᵀ for bfloat16 B (rows of stride ldb) with A
+ * (float32, rows of stride lda) rounded to bfloat16 (nearest even, as
+ * amx.c), float32 products and sums, on AVX-512 BF16 (VDPBF16PS) in 6 x 64
+ * register tiles over A rounded once and B packed per 64 columns x 256 k
+ * in VDPBF16PS's pair-interleaved layout; threads over chunks of 64
+ * columns: txc_kern_gemm_nt's kernel for bf16 weights and M >
+ * TXC_KERN_ROWS_INVARIANT_MAX at SIMD level 2 where the CPU has
+ * AVX512_BF16 (AMD Zen 4/5, Intel Cooper Lake; level 3 keeps AMX).
+ * Order: every C[i,j] is the float32 chain over k pairs p in order of
+ * c = (c + a[2p+1] b[2p+1]) + a[2p] b[2p] from 0 (products exact; a zero
+ * pads an odd K; denormal inputs and results flushed to zero), whatever M,
+ * N, the strides, the blocking and the thread count: a row depends only on
+ * its row of A (tests/test_gemm_bf16dot.c checks the bits against a scalar
+ * emulation).
+ * Error bound, as AMX's (A's rounding dominates; Higham, "Accuracy and
+ * Stability of Numerical Algorithms", 2nd ed., eq. 4.4, for the sums):
+ * |C - exact| <= (2^-8 + γ(K)) sum_k |A_ik B_jk| (+ K 2^-126 for the flush
+ * of denormals), γ(n) = n u / (1 - n u), u = 2^-24, against the exact
+ * product of A as given and the weights as stored. Uses the calling
+ * thread's scratch slot GEMM_PACK (A's M block of <= 252 rows x K rounded
+ * up to even, bf16). Returns false, touching nothing, where it cannot run
+ * (no AVX512_BF16 or SIMD level < 2 or txc_kern_set_avx512bf16(0), M, N or
+ * K <= 0, ldb > INT32_MAX / 16, no scratch memory): the caller falls back. */
+bool txc_kern_gemm_nt_bf16dot(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
+                              int64_t ldb, float *C, int64_t ldc);
+/* The sibling GEMMs of one A (as txc_kern_gemm_nt_avx2_packed_group), every
+ * part bfloat16, each C (rows of stride N) bit-identical to
+ * txc_kern_gemm_nt_bf16dot on that part alone; A rounded once, one set of
+ * column chunks. False, touching nothing, where that would be, or for
+ * n_parts outside [1, TXC_PACKED_GROUP_MAX] or a part not bfloat16. */
+bool txc_kern_gemm_nt_bf16dot_group(int n_parts, const txc_gemv_part *parts, int64_t M, int64_t K,
+                                    const float *A, int64_t lda);
+/* Whether this CPU has AVX512_BF16 (CPUID.(7,1):EAX bit 5; TXC_AVX512_BF16=0
+ * in the environment says no). */
+bool txc_kern_avx512bf16_cpu(void);
+/* Whether the VDPBF16PS GEMM runs: the CPU has it, the SIMD level is >= 2,
+ * and no txc_kern_set_avx512bf16(0). */
+bool txc_kern_avx512bf16(void);
+/* -1 or 1: automatic; 0: never the VDPBF16PS GEMM (tests: level 2's f32 path). */
+void txc_kern_set_avx512bf16(int on);
+/* The VDPBF16PS peak probe: `iters` rounds of 16 independent accumulator
+ * chains (no memory traffic); returns the flops done (16 lanes x 2
+ * products x 2 per instruction), 0 where txc_kern_avx512bf16() is false; *sink += a value of
+ * the result (so the work cannot be optimised away). */
+double txc_kern_bf16dot_peak_run(int64_t iters, float *sink);
 
 /* attention.c: the multiply-adds below which attention runs on the calling
  * thread (< 0: the default, 2^20); tests set 0 to split every problem. */

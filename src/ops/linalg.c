@@ -711,6 +711,11 @@ static void gemm_impl(bool nn, bool rows_invariant, int64_t M, int64_t N, int64_
     if (!nn && (M > TXC_KERN_ROWS_INVARIANT_MAX || (!rows_invariant && M > 1)) && txc_kern_simd_level() == 1 &&
         txc_kern_gemm_nt_avx2_packed(M, N, K, A, lda, B, bdt, ldb, C, ldc))
         return;
+    /* bf16 prefill with AVX-512 BF16 and no AMX: VDPBF16PS tiles, threads
+     * inside (gemm_bf16dot.c). */
+    if (!nn && bdt == TXC_BF16 && (M > TXC_KERN_ROWS_INVARIANT_MAX || (!rows_invariant && M > 1)) &&
+        txc_kern_simd_level() == 2 && txc_kern_gemm_nt_bf16dot(M, N, K, A, lda, B, ldb, C, ldc))
+        return;
     const int64_t align = nn ? 64 : 16;
     int threads = txc_threads_get();
     if (!nn && M == 1 && threads > 1 && (double)N * (double)K >= PAR_MIN_MACS && N >= 2 * align) {
@@ -1127,15 +1132,18 @@ static txc_status cpu_linear(txc_tensor *out, txc_tensor *const *in, int n_in, c
 }
 
 /* Sibling linears of one input of M > TXC_KERN_ROWS_INVARIANT_MAX rows at
- * SIMD level 1 (where each alone runs the packed AVX2 GEMM): as one packed
- * group, A packed once (the same bits as each alone, gemm_avx2.c), then
- * each bias. False (nothing done) where that does not apply. */
+ * SIMD level 1 (where each alone runs the packed AVX2 GEMM), or bf16 ones
+ * at level 2 with AVX-512 BF16 (each alone the VDPBF16PS GEMM): as one
+ * packed group, A packed once (the same bits as each alone, gemm_avx2.c,
+ * gemm_bf16dot.c), then each bias. False (nothing done) where that does not apply. */
 static bool linear_group_packed(int n, txc_tensor *const *outs, txc_tensor *const *const *args,
                                 const txc_op_attrs *const *attrs, txc_status *st)
 {
     const txc_tensor *x = args[0][0];
     const int64_t K = x->ndim > 0 ? x->shape[x->ndim - 1] : 0, M = K > 0 ? x->numel / K : 0;
-    if (n > TXC_PACKED_GROUP_MAX || txc_kern_simd_level() != 1 || x->ndim < 2 || M <= TXC_KERN_ROWS_INVARIANT_MAX ||
+    const int level = txc_kern_simd_level();
+    if (n > TXC_PACKED_GROUP_MAX || (level != 1 && !(level == 2 && txc_kern_avx512bf16())) || x->ndim < 2 ||
+        M <= TXC_KERN_ROWS_INVARIANT_MAX ||
         x->dtype != TXC_F32 || K < 1 || !txc_tensor_is_contiguous(x))
         return false;
     txc_gemv_part parts[TXC_PACKED_GROUP_MAX];
@@ -1148,7 +1156,8 @@ static bool linear_group_packed(int n, txc_tensor *const *outs, txc_tensor *cons
         parts[i] = (txc_gemv_part){txc_impl_data(w), w->dtype, w->shape[0], w->shape[0] == 1 ? K : w->strides[0],
                                    (float *)txc_impl_data(outs[i])};
     }
-    if (!txc_kern_gemm_nt_avx2_packed_group(n, parts, M, K, txc_impl_data(x), K))
+    if (level == 1 ? !txc_kern_gemm_nt_avx2_packed_group(n, parts, M, K, txc_impl_data(x), K)
+                   : !txc_kern_gemm_nt_bf16dot_group(n, parts, M, K, txc_impl_data(x), K))
         return false;
     *st = TXC_OK;
     for (int i = 0; i < n && *st == TXC_OK; i++) {

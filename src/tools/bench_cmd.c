@@ -39,8 +39,9 @@
  * GFLOP/s (the prefill's compilation, if any, not counted), and its
  * fraction of the machine's peak for those weights, measured in the same run
  * on the same threads (tools/peak.h): AMX's bf16 tile multiply-add for bf16
- * weights where the prefill GEMMs run on AMX, else the float32 FMA at the
- * SIMD level the GEMM kernels use.
+ * weights where the prefill GEMMs run on AMX, AVX-512 BF16's VDPBF16PS for
+ * bf16 weights where they run on it (SIMD level 2 with AVX512_BF16), else
+ * the float32 FMA at the SIMD level the GEMM kernels use.
  *
  * Weights: --mmap / --no-mmap choose where they live (default: the copy,
  * TXC_WEIGHTS_DEFAULT_MODE; a synthetic model's file is a temporary one,

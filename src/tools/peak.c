@@ -1,4 +1,4 @@
-/* The machine's float32 FMA peak and last-level cache size; see tools/peak.h. */
+/* The machine's multiply-add peak (float32 FMA, AVX-512 BF16, AMX) and last-level cache size; see tools/peak.h. */
 #include "tools/peak.h"
 #include "ops/cpu_cache.h"
 #include "ops/kernels.h"
@@ -17,7 +17,7 @@
 
 typedef struct peak_ctx {
     int level;
-    bool amx;
+    bool amx, bf16dot;
     int64_t iters;
     float sink[TXC_MAX_THREADS];
     double rate[TXC_MAX_THREADS][RUNS]; /* flops per ns of the thread's own CPU time */
@@ -74,6 +74,8 @@ static double peak_run(peak_ctx *c, int64_t t)
 {
     if (c->amx)
         return txc_kern_amx_peak_run(c->iters);
+    if (c->bf16dot)
+        return txc_kern_bf16dot_peak_run(c->iters, &c->sink[t]);
     float r;
 #if TXC_HAVE_X86
     if (c->level >= 2)
@@ -122,8 +124,11 @@ txc_peak txc_measure_peak(bool bf16_weights)
     memset(&c, 0, sizeof c);
     c.level = p.simd_level;
     c.amx = bf16_weights && p.simd_level >= 3;
+    c.bf16dot = bf16_weights && p.simd_level == 2 && txc_kern_avx512bf16();
     if (c.amx)
         p.what = "amx bf16 tdpbf16ps";
+    if (c.bf16dot)
+        p.what = "avx512 bf16 vdpbf16ps";
     int n = txc_threads_get();
     /* Size a run to ~5 ms of CPU time on this thread (doubling until a
      * calibration run takes at least 1 ms, so a preempted first run or a
