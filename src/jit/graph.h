@@ -123,7 +123,9 @@ bool txc_pattern_check(const txc_graph *traced, int root, const txc_node *n);
 /* Residual adds into the linear before them: add(linear(...), r) becomes
  * one linear node with TXC_ATTR_RESIDUAL (r added after the bias, the
  * same bits), when the linear's result has no other reader and r is
- * ready, float32 and of the same shape. */
+ * ready, of the same shape and of the result's dtype (float32, or
+ * bfloat16/float16, where the linear rounds its result before adding as
+ * the separate ops do). */
 int txc_pass_residual(txc_graph *g);
 /* Memory planning: live ranges of TEMP buffers, first-fit offsets in one
  * arena (64-byte aligned); returns the arena size in bytes. */
