@@ -130,5 +130,12 @@ int txc_pass_residual(txc_graph *g);
 /* Memory planning: live ranges of TEMP buffers, first-fit offsets in one
  * arena (64-byte aligned); returns the arena size in bytes. */
 int64_t txc_plan_memory(txc_graph *g);
+/* Sibling linears (one input) group in the plan when they are at most
+ * TXC_GROUP_HOP_MAX executed nodes past the group's last member and
+ * commute with the nodes in between (jit.c); the memory plan keeps the
+ * results of linears of one input within TXC_GROUP_HOP_MAX +
+ * TXC_GROUP_SPAN_MAX executed nodes of each other apart. */
+#define TXC_GROUP_HOP_MAX 4
+#define TXC_GROUP_SPAN_MAX 8
 
 #endif
