@@ -182,7 +182,7 @@ def child(a):
                     fn = txc.interop.jax_jit(_decode_fn(model))
                     toks, times, comp = _greedy_jit(model, x, n, cache, fn, "txc", a.budget_s, lambda t: None)
                     res["compile_s"] = comp
-                    res["jit"] = {k: fn.stats[k] for k in ("misses", "hits", "nodes_traced", "nodes_compiled")}
+                    res["jit"] = {k: fn.stats[k] for k in ("misses", "hits", "nodes_traced", "nodes_compiled", "linear_groups")}
                 else:
                     cache = StaticCache(config=model.config, max_cache_len=L) if a.mode == "static" else None
                     toks, times = _greedy(model, x, n, cache, a.budget_s)

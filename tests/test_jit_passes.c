@@ -571,6 +571,31 @@ static void test_residual_into_linear(void **state)
     txc_graph_free(g);
 }
 
+/* bfloat16 and float16: the fused linear rounds its result before adding, as the separate ops do */
+static void fn_residual_half(txc_tensor *const *in, txc_tensor **out, int *n)
+{
+    txc_tensor *xb = txc_to_dtype(in[0], TXC_BF16), *wb = txc_to_dtype(in[1], TXC_BF16);
+    txc_tensor *bb = txc_to_dtype(in[2], TXC_BF16), *hb = txc_to_dtype(in[3], TXC_BF16);
+    txc_tensor *xh = txc_to_dtype(in[0], TXC_F16), *wh = txc_to_dtype(in[1], TXC_F16);
+    txc_tensor *hh = txc_to_dtype(in[3], TXC_F16);
+    out[0] = txc_add(hb, txc_linear(xb, wb, bb));                 /* fused, bf16 */
+    out[1] = txc_add(txc_linear(xb, in[4], NULL), in[3]);         /* bf16 x f32 weight: f32 result, fused */
+    out[2] = txc_add(txc_linear(xb, wb, NULL), in[3]);            /* bf16 linear + f32 residual: not fused */
+    out[3] = txc_add(txc_linear(xh, wh, NULL), hh);               /* fused, f16 */
+    out[4] = txc_add(txc_linear(xh, wh, NULL), hb);               /* f16 + bf16 (f32 sum): not fused */
+    *n = 5;
+}
+
+static void test_residual_half(void **state)
+{
+    (void)state;
+    int c;
+    txc_graph *g = check_passes(fn_residual_half, in_residual, P_RESIDUAL, &c);
+    assert_int_equal(c, 3);
+    assert_int_equal(count_live(g, TXC_OP_ADD), 2);
+    txc_graph_free(g);
+}
+
 static void test_jit_end_to_end(void **state)
 {
     (void)state;
@@ -642,6 +667,7 @@ int main(void)
         cmocka_unit_test(test_fuse_limits),
         cmocka_unit_test(test_fused_run_checks),
         cmocka_unit_test(test_residual_into_linear),
+        cmocka_unit_test(test_residual_half),
         cmocka_unit_test(test_jit_end_to_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

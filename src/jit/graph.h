@@ -123,10 +123,19 @@ bool txc_pattern_check(const txc_graph *traced, int root, const txc_node *n);
 /* Residual adds into the linear before them: add(linear(...), r) becomes
  * one linear node with TXC_ATTR_RESIDUAL (r added after the bias, the
  * same bits), when the linear's result has no other reader and r is
- * ready, float32 and of the same shape. */
+ * ready, of the same shape and of the result's dtype (float32, or
+ * bfloat16/float16, where the linear rounds its result before adding as
+ * the separate ops do). */
 int txc_pass_residual(txc_graph *g);
 /* Memory planning: live ranges of TEMP buffers, first-fit offsets in one
  * arena (64-byte aligned); returns the arena size in bytes. */
 int64_t txc_plan_memory(txc_graph *g);
+/* Sibling linears (one input) group in the plan when they are at most
+ * TXC_GROUP_HOP_MAX executed nodes past the group's last member and
+ * commute with the nodes in between (jit.c); the memory plan keeps the
+ * results of linears of one input within TXC_GROUP_HOP_MAX +
+ * TXC_GROUP_SPAN_MAX executed nodes of each other apart. */
+#define TXC_GROUP_HOP_MAX 4
+#define TXC_GROUP_SPAN_MAX 8
 
 #endif

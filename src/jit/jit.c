@@ -369,6 +369,31 @@ static bool joins(const txc_graph *g, const int *mem, int k, const txc_node *m)
     return true;
 }
 
+/* Do values v and w share memory: the same buffer, or overlapping arena ranges? */
+static bool shares(const txc_graph *g, int v, int w)
+{
+    return g->values[v].buffer == g->values[w].buffer || overlaps(g, v, w);
+}
+
+/* May node m run before node x (x earlier in the plan, m independent of it)?
+ * m reads nothing x writes, and x reads and writes nothing where m writes. */
+static bool commutes(const txc_graph *g, const txc_node *x, const txc_node *m)
+{
+    for (int j = 0; j < m->n_in; j++)
+        if (shares(g, x->out, m->in[j]))
+            return false;
+    if (shares(g, x->out, m->out))
+        return false;
+    for (int j = 0; j < x->n_in; j++)
+        if (shares(g, x->in[j], m->out))
+            return false;
+    return true;
+}
+
+/* Sibling linears of one input run as one group: consecutive plan
+ * entries, or a linear at most TXC_GROUP_HOP_MAX entries further on that
+ * commutes with every entry it moves before (it then moves to the end of
+ * the group; the plan's other entries keep their order). */
 static void find_groups(txc_plan *p)
 {
     const txc_graph *g = p->graph;
@@ -377,8 +402,30 @@ static void find_groups(txc_plan *p)
         int k = 1;
         if (n->op == TXC_OP_LINEAR && !n->fused && !(n->attrs.flags & TXC_ATTR_RESIDUAL) &&
             arena_range(g, n->out, &(int64_t){0}, &(int64_t){0}))
-            while (e + k < p->n_exec && joins(g, &p->exec[e], k, &g->nodes[p->exec[e + k]]))
+            for (;;) {
+                if (e + k < p->n_exec && joins(g, &p->exec[e], k, &g->nodes[p->exec[e + k]])) {
+                    k++;
+                    continue;
+                }
+                /* a sibling a few entries on, movable before the ones in between */
+                int found = -1;
+                for (int h = 1; h <= TXC_GROUP_HOP_MAX && e + k + h < p->n_exec && found < 0; h++) {
+                    const txc_node *m = &g->nodes[p->exec[e + k + h]];
+                    if (!joins(g, &p->exec[e], k, m))
+                        continue;
+                    bool ok = true;
+                    for (int i = 0; i < h && ok; i++)
+                        ok = commutes(g, &g->nodes[p->exec[e + k + i]], m);
+                    if (ok)
+                        found = e + k + h;
+                }
+                if (found < 0)
+                    break;
+                int moved = p->exec[found];
+                memmove(&p->exec[e + k + 1], &p->exec[e + k], sizeof *p->exec * (size_t)(found - (e + k)));
+                p->exec[e + k] = moved;
                 k++;
+            }
         p->group[e] = k;
         for (int i = 1; i < k; i++)
             p->group[e + i] = 0;

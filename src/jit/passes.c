@@ -265,10 +265,16 @@ int txc_pass_fold(txc_graph *g, txc_env *env)
 /* ---- residual adds into the linear before them ---------------------------------------------
  * add(y, r) or add(r, y) with y = linear(x, w[, b]) read by nothing else,
  * r computed before the linear runs and not written in between, and y, r
- * and the sum float32 of one shape with r contiguous: the linear adds r to
- * its result after its bias (TXC_ATTR_RESIDUAL: torch.addmm's input +
- * mat1 @ mat2) and writes the sum's value itself; the add dies. One float
- * addition per element, as the add's: the bits do not change. */
+ * and the sum of one float dtype (float32, bfloat16 or float16) and one
+ * shape with r contiguous: the linear adds r to its result after its bias
+ * (TXC_ATTR_RESIDUAL: torch.addmm's input + mat1 @ mat2) and writes the
+ * sum's value itself; the add dies. For a reduced dtype the linear first
+ * rounds its float32 result to that dtype (y's value, as the unfused
+ * linear stores it), then adds r in float32 and rounds the sum, as the
+ * add's reduced-dtype kernel does; one float addition per element either
+ * way: the bits do not change. */
+
+static bool residual_dtype(txc_dtype d) { return d == TXC_F32 || d == TXC_BF16 || d == TXC_F16; }
 
 int txc_pass_residual(txc_graph *g)
 {
@@ -294,7 +300,7 @@ int txc_pass_residual(txc_graph *g)
             txc_node *lin = &g->nodes[li];
             const txc_value *vy = &g->values[y], *vr = &g->values[r], *vs = &g->values[add->out];
             if (lin->dead || lin->op != TXC_OP_LINEAR || lin->fused || (lin->attrs.flags & TXC_ATTR_RESIDUAL) ||
-                vy->dtype != TXC_F32 || vr->dtype != TXC_F32 || vs->dtype != TXC_F32 || vr->ndim != vy->ndim ||
+                !residual_dtype(vy->dtype) || vr->dtype != vy->dtype || vs->dtype != vy->dtype || vr->ndim != vy->ndim ||
                 vs->ndim != vy->ndim || memcmp(vr->shape, vy->shape, sizeof(int64_t) * (size_t)vy->ndim) != 0 ||
                 memcmp(vs->shape, vy->shape, sizeof(int64_t) * (size_t)vy->ndim) != 0 || !txc_value_is_contiguous(vr) ||
                 !txc_value_is_contiguous(vs) || vr->producer >= li)

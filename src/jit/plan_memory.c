@@ -84,6 +84,27 @@ int64_t txc_plan_memory(txc_graph *g)
                 ib->last_use = i;
         }
     }
+    /* A linear of the same input as a linear a few nodes before it may run
+     * in that one's group (jit.c's find_groups moves it up past the nodes in
+     * between): its result lives from the first one's node, so it shares no
+     * memory with the first's result or with what the nodes in between read
+     * and write. */
+    for (int i = 0; i < g->n_nodes; i++) {
+        const txc_node *n = &g->nodes[i];
+        if (n->dead || n->is_view || n->op != TXC_OP_LINEAR || n->fused || (n->attrs.flags & TXC_ATTR_RESIDUAL))
+            continue;
+        for (int k = i + 1, seen = 0; k < g->n_nodes && seen < TXC_GROUP_HOP_MAX + TXC_GROUP_SPAN_MAX; k++) {
+            const txc_node *m = &g->nodes[k];
+            if (m->dead || m->is_view)
+                continue;
+            seen++;
+            if (m->op != TXC_OP_LINEAR || m->fused || m->in[0] != n->in[0])
+                continue;
+            txc_buffer *mb = &g->buffers[g->values[m->out].buffer];
+            if (i < mb->first_use)
+                mb->first_use = i;
+        }
+    }
     for (int i = 0; i < g->n_outputs; i++) /* outputs live until the next call */
         g->buffers[g->values[g->outputs[i]].buffer].last_use = INT_MAX;
 

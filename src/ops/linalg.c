@@ -1028,10 +1028,11 @@ static txc_status infer_linear(txc_tensor *const *in, int n_in, const txc_op_att
     m->shape[x->ndim - 1] = w->shape[0];
     if (residual) {
         const txc_tensor *r = in[n_in - 1];
-        if (m->dtype != TXC_F32 || r->dtype != TXC_F32 || r->ndim != m->ndim ||
-            memcmp(r->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim) != 0 || !txc_tensor_is_contiguous(r))
-            return txc_error(TXC_ERR_INTERNAL, "aten::linear: the residual must be a contiguous float32 tensor of "
-                                               "the result's shape");
+        if ((m->dtype != TXC_F32 && m->dtype != TXC_BF16 && m->dtype != TXC_F16) || r->dtype != m->dtype ||
+            r->ndim != m->ndim || memcmp(r->shape, m->shape, sizeof(int64_t) * (size_t)m->ndim) != 0 ||
+            !txc_tensor_is_contiguous(r))
+            return txc_error(TXC_ERR_INTERNAL, "aten::linear: the residual must be a contiguous tensor of the "
+                                               "result's dtype (float32, bfloat16 or float16) and shape");
     }
     return TXC_OK;
 }
@@ -1122,9 +1123,19 @@ static txc_status cpu_linear(txc_tensor *out, txc_tensor *const *in, int n_in, c
     if (bias && add_bias(C, M, N, bias) != TXC_OK)
         return TXC_ERR_NOMEM;
     if (a->flags & TXC_ATTR_RESIDUAL) { /* out = linear + r: the add's float addition, element by element */
-        const float *r = txc_impl_data(in[n_in - 1]);
-        for (int64_t i = 0; i < M * N; i++)
-            C[i] += r[i];
+        const txc_tensor *rt = in[n_in - 1];
+        if (rt->dtype == TXC_F32) {
+            const float *r = txc_impl_data(rt);
+            for (int64_t i = 0; i < M * N; i++)
+                C[i] += r[i];
+        } else {
+            /* a reduced dtype: the linear's result rounded to it (what the unfused linear stores),
+             * plus r in float32; store_rows rounds the sum as the add's kernel does */
+            const uint16_t *r = txc_impl_data(rt);
+            bool bf = rt->dtype == TXC_BF16;
+            for (int64_t i = 0; i < M * N; i++)
+                C[i] = txc_kern_round_to(rt->dtype, C[i]) + (bf ? txc_bf16_to_f32(r[i]) : txc_f16_to_f32(r[i]));
+        }
     }
     if (cbuf)
         store_rows(out, 0, cbuf, M * N);

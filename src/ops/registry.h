@@ -72,7 +72,7 @@ enum {
     TXC_ATTR_NO_BIAS = 1 << 6,
     TXC_ATTR_INPLACE = 1 << 7,    /* index_copy_: out is in[0] itself */
     TXC_ATTR_POSITIONS = 1 << 8,  /* causal_attention: in[3] is cache_position */
-    TXC_ATTR_RESIDUAL = 1 << 9,   /* linear: the last input (float32, the result's shape, contiguous) is added
+    TXC_ATTR_RESIDUAL = 1 << 9,   /* linear: the last input (the result's float dtype and shape, contiguous) is added
                                      to the result after the bias (the jit's residual fusion, jit/passes.c) */
 };
 
