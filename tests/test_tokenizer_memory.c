@@ -16,23 +16,6 @@
 
 #include "txc/tokenizer.h"
 
-static long status_kb(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return -1;
-    char line[256];
-    long v = -1;
-    size_t kl = strlen(key);
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, key, kl) == 0) {
-            v = strtol(line + kl, NULL, 10);
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
 static void test_load_leaves_tables_only(void **state)
 {
     (void)state;
@@ -48,9 +31,9 @@ static void test_load_leaves_tables_only(void **state)
         skip();
     }
     txc_tokenizer *t = NULL;
-    long before = status_kb("VmRSS:");
+    long before = tu_status_kb("VmRSS:");
     assert_int_equal(txc_tokenizer_load(dir, &t), TXC_OK);
-    long after = status_kb("VmRSS:");
+    long after = tu_status_kb("VmRSS:");
     assert_true(before > 0 && after > 0);
     long file_kb = (long)(sb.st_size / 1024);
     if (getenv("TU_VERBOSE"))

@@ -25,100 +25,6 @@
  * huge pages (an allocator that rounds it up wastes 1.5 MiB a layer) */
 enum { H = 576, I = 4096, NL = 4, V = 1024, NDEV = 2 };
 
-/* config.json + model.safetensors (f32) of a llama with 8 heads, 4 kv heads;
- * returns the largest o/down tensor's bytes in *big and the o/down bytes of
- * all layers in *rowwise. */
-static void write_f32_llama(const char *dir, size_t *big, size_t *rowwise)
-{
-    char cfg[1024];
-    snprintf(cfg, sizeof cfg,
-             "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"hidden_size\": %d, "
-             "\"intermediate_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": 8, "
-             "\"num_key_value_heads\": 4, \"vocab_size\": %d, \"max_position_embeddings\": 256, "
-             "\"rms_norm_eps\": 1e-5, \"rope_theta\": 10000.0, \"hidden_act\": \"silu\", "
-             "\"tie_word_embeddings\": false, \"torch_dtype\": \"float32\"}",
-             H, I, NL, V);
-    assert_int_equal(tu_write_file(tu_path("%s/config.json", dir), cfg, strlen(cfg)), 0);
-    struct {
-        char name[96];
-        int64_t r, c; /* c == 0: 1-d */
-    } t[3 + 9 * NL];
-    int n = 0;
-    snprintf(t[n].name, 96, "model.embed_tokens.weight"), t[n].r = V, t[n++].c = H;
-    snprintf(t[n].name, 96, "model.norm.weight"), t[n].r = H, t[n++].c = 0;
-    snprintf(t[n].name, 96, "lm_head.weight"), t[n].r = V, t[n++].c = H;
-    *big = *rowwise = 0;
-    for (int l = 0; l < NL; l++) {
-        static const char *const names[] = {"input_layernorm", "post_attention_layernorm", "self_attn.q_proj",
-                                            "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-                                            "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
-        const int64_t rows[] = {H, H, H, H / 2, H / 2, H, I, I, H}, cols[] = {0, 0, H, H, H, H, H, H, I};
-        for (int k = 0; k < 9; k++) {
-            snprintf(t[n].name, 96, "model.layers.%d.%s.weight", l, names[k]);
-            t[n].r = rows[k];
-            t[n++].c = cols[k];
-            if (k == 5 || k == 8) {
-                size_t b = (size_t)rows[k] * (size_t)cols[k] * 4;
-                *rowwise += b;
-                *big = b > *big ? b : *big;
-            }
-        }
-    }
-    char *hdr = malloc(64 * 1024);
-    assert_non_null(hdr);
-    size_t hl = 0, off = 0;
-    hl += (size_t)sprintf(hdr + hl, "{");
-    for (int i = 0; i < n; i++) {
-        size_t bytes = (size_t)t[i].r * (size_t)(t[i].c ? t[i].c : 1) * 4;
-        if (t[i].c)
-            hl += (size_t)sprintf(hdr + hl, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%lld,%lld],\"data_offsets\":[%zu,%zu]}",
-                                  i ? "," : "", t[i].name, (long long)t[i].r, (long long)t[i].c, off, off + bytes);
-        else
-            hl += (size_t)sprintf(hdr + hl, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[%lld],\"data_offsets\":[%zu,%zu]}",
-                                  i ? "," : "", t[i].name, (long long)t[i].r, off, off + bytes);
-        off += bytes;
-    }
-    hl += (size_t)sprintf(hdr + hl, "}");
-    while (hl % 8)
-        hdr[hl++] = ' ';
-    FILE *f = fopen(tu_path("%s/model.safetensors", dir), "wb");
-    assert_non_null(f);
-    uint64_t len = hl;
-    assert_int_equal(fwrite(&len, 8, 1, f), 1); /* little-endian hosts (x86-64, arm64) */
-    assert_int_equal(fwrite(hdr, 1, hl, f), hl);
-    float *buf = malloc((size_t)I * H * 4);
-    assert_non_null(buf);
-    uint32_t rng = 12345;
-    for (int i = 0; i < n; i++) {
-        size_t cnt = (size_t)t[i].r * (size_t)(t[i].c ? t[i].c : 1);
-        for (size_t k = 0; k < cnt; k++) {
-            rng = rng * 1664525u + 1013904223u;
-            buf[k] = t[i].c ? ((float)(rng >> 8) / 16777216.0f - 0.5f) * 0.1f : 1.0f; /* norms: 1.0 */
-        }
-        assert_int_equal(fwrite(buf, 4, cnt, f), cnt);
-    }
-    assert_int_equal(fclose(f), 0);
-    free(buf);
-    free(hdr);
-}
-
-static long status_kb(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return -1;
-    char line[256];
-    long v = -1;
-    size_t kl = strlen(key);
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, key, kl) == 0) {
-            v = strtol(line + kl, NULL, 10);
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
 typedef struct load_job {
     const char *dir;
     txc_weights_mode mode;
@@ -156,7 +62,7 @@ static int load_fn(void *ctx, int d)
         }
         TU_DEVICE_CHECK(ok, "barrier: %s", txc_last_error());
         if (round == 0 && d == 0)
-            j->rss_loaded_kb = status_kb("VmRSS:");
+            j->rss_loaded_kb = tu_status_kb("VmRSS:");
     }
     txc_model_free(m);
     txc_mesh_free(mesh);
@@ -191,7 +97,7 @@ static void test_tp2_load_rss(void **state)
     char *dir = tu_mkdtemp();
     assert_non_null(dir);
     size_t big, rowwise;
-    write_f32_llama(dir, &big, &rowwise);
+    tu_write_llama_folder(dir, H, I, NL, V, 8, 4, 0, &rowwise, &big);
     load_job warm = {.dir = dir, .mode = TXC_WEIGHTS_COPY};
     run_load(&warm); /* the device threads' pools, stacks and envs: not what is measured */
 
@@ -204,10 +110,10 @@ static void test_tp2_load_rss(void **state)
         print_message("skipped: the kernel refuses the peak RSS reset (/proc/self/clear_refs)\n");
         skip();
     }
-    long rss0 = status_kb("VmRSS:");
+    long rss0 = tu_status_kb("VmRSS:");
     load_job cp = {.dir = dir, .mode = TXC_WEIGHTS_COPY};
     run_load(&cp);
-    long hwm = status_kb("VmHWM:");
+    long hwm = tu_status_kb("VmHWM:");
     assert_true(rss0 > 0 && hwm > 0);
     size_t weights = cp.param_bytes[0] + cp.param_bytes[1];
     assert_true(cp.param_bytes[0] == cp.param_bytes[1] && weights > 0);
@@ -235,7 +141,7 @@ static void test_tp2_load_rss(void **state)
      * (both devices: o and down once) + 4 MiB, not the file's o and down
      * besides in each device's mapping, nor the copies rounded up to whole
      * 2 MiB pages. */
-    long r0 = status_kb("VmRSS:");
+    long r0 = tu_status_kb("VmRSS:");
     load_job mm = {.dir = dir, .mode = TXC_WEIGHTS_MMAP};
     run_load(&mm);
     long held = mm.rss_loaded_kb - r0;

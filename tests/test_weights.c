@@ -216,99 +216,6 @@ static void test_anon_storage(void **state)
 #define NL 8
 #define V 16384
 
-static uint16_t bf16_bits(uint32_t *rng)
-{
-    *rng = *rng * 1664525u + 1013904223u;
-    /* a value in about +-0.06: sign, exponent 2^-5..2^-4, 7 random mantissa bits */
-    uint32_t r = *rng >> 9;
-    return (uint16_t)(((r & 1) << 15) | ((0x7a + ((r >> 1) & 1)) << 7) | ((r >> 2) & 0x7f));
-}
-
-/* config.json + model.safetensors (bf16; norms 1.0) of a small llama; returns its bytes of weights. */
-static size_t write_bf16_llama(const char *dir)
-{
-    char cfg[1024];
-    snprintf(cfg, sizeof cfg,
-             "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"hidden_size\": %d, "
-             "\"intermediate_size\": %d, \"num_hidden_layers\": %d, \"num_attention_heads\": 4, "
-             "\"num_key_value_heads\": 2, \"vocab_size\": %d, \"max_position_embeddings\": 256, "
-             "\"rms_norm_eps\": 1e-5, \"rope_theta\": 10000.0, \"hidden_act\": \"silu\", "
-             "\"tie_word_embeddings\": false, \"torch_dtype\": \"bfloat16\"}",
-             H, I, NL, V);
-    assert_int_equal(tu_write_file(tu_path("%s/config.json", dir), cfg, strlen(cfg)), 0);
-    struct {
-        char name[96];
-        int64_t r, c; /* c == 0: 1-d */
-    } t[3 + 9 * NL];
-    int n = 0;
-    snprintf(t[n].name, 96, "model.embed_tokens.weight"), t[n].r = V, t[n++].c = H;
-    snprintf(t[n].name, 96, "model.norm.weight"), t[n].r = H, t[n++].c = 0;
-    snprintf(t[n].name, 96, "lm_head.weight"), t[n].r = V, t[n++].c = H;
-    for (int l = 0; l < NL; l++) {
-        static const char *const names[] = {"input_layernorm", "post_attention_layernorm", "self_attn.q_proj",
-                                            "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-                                            "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
-        const int64_t rows[] = {H, H, H, H / 2, H / 2, H, I, I, H}, cols[] = {0, 0, H, H, H, H, H, H, I};
-        for (int k = 0; k < 9; k++) {
-            snprintf(t[n].name, 96, "model.layers.%d.%s.weight", l, names[k]);
-            t[n].r = rows[k];
-            t[n++].c = cols[k];
-        }
-    }
-    char *hdr = malloc(64 * 1024);
-    assert_non_null(hdr);
-    size_t hl = 0, off = 0;
-    hl += (size_t)sprintf(hdr + hl, "{");
-    for (int i = 0; i < n; i++) {
-        size_t bytes = (size_t)t[i].r * (size_t)(t[i].c ? t[i].c : 1) * 2;
-        if (t[i].c)
-            hl += (size_t)sprintf(hdr + hl, "%s\"%s\":{\"dtype\":\"BF16\",\"shape\":[%lld,%lld],\"data_offsets\":[%zu,%zu]}",
-                                  i ? "," : "", t[i].name, (long long)t[i].r, (long long)t[i].c, off, off + bytes);
-        else
-            hl += (size_t)sprintf(hdr + hl, "%s\"%s\":{\"dtype\":\"BF16\",\"shape\":[%lld],\"data_offsets\":[%zu,%zu]}",
-                                  i ? "," : "", t[i].name, (long long)t[i].r, off, off + bytes);
-        off += bytes;
-    }
-    hl += (size_t)sprintf(hdr + hl, "}");
-    while (hl % 8)
-        hdr[hl++] = ' ';
-    FILE *f = fopen(tu_path("%s/model.safetensors", dir), "wb");
-    assert_non_null(f);
-    uint64_t len = hl;
-    assert_int_equal(fwrite(&len, 8, 1, f), 1); /* little-endian hosts (x86-64, arm64) */
-    assert_int_equal(fwrite(hdr, 1, hl, f), hl);
-    uint16_t *buf = malloc((size_t)V * H * 2);
-    assert_non_null(buf);
-    uint32_t rng = 12345;
-    for (int i = 0; i < n; i++) {
-        size_t cnt = (size_t)t[i].r * (size_t)(t[i].c ? t[i].c : 1);
-        for (size_t k = 0; k < cnt; k++)
-            buf[k] = t[i].c ? bf16_bits(&rng) : 0x3f80; /* norms: 1.0 */
-        assert_int_equal(fwrite(buf, 2, cnt, f), cnt);
-    }
-    assert_int_equal(fclose(f), 0);
-    free(buf);
-    free(hdr);
-    return off;
-}
-
-static long status_kb(const char *key)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return -1;
-    char line[256];
-    long v = -1;
-    size_t kl = strlen(key);
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, key, kl) == 0) {
-            v = strtol(line + kl, NULL, 10);
-            break;
-        }
-    fclose(f);
-    return v;
-}
-
 static bool file_mapped(const char *path)
 {
     FILE *f = fopen("/proc/self/maps", "r");
@@ -325,7 +232,7 @@ static void test_bf16_copy_equals_mmap_and_rss(void **state)
 {
     (void)state;
     char *dir = tu_mkdtemp();
-    size_t bytes = write_bf16_llama(dir);
+    size_t bytes = tu_write_llama_folder(dir, H, I, NL, V, 4, 2, 1, NULL, NULL);
     int64_t ids[] = {1, 17, 16000, 99, 2048};
     check_modes_agree(dir, ids, 5, false);
 
@@ -333,9 +240,9 @@ static void test_bf16_copy_equals_mmap_and_rss(void **state)
      * the mmap reads no weight page (no checksum pass, no eager conversion
      * but the few 1-d norms): the RSS grows by far less than the file. */
     const char *file = tu_path("%s/model.safetensors", dir);
-    long before = status_kb("VmRSS:");
+    long before = tu_status_kb("VmRSS:");
     txc_model *mm = load(dir, TXC_WEIGHTS_MMAP);
-    long after = status_kb("VmRSS:");
+    long after = tu_status_kb("VmRSS:");
     if (TU_HEAP_COUNTED && before > 0 && after > 0 && after - before > (long)(bytes / 1024) / 8)
         fail_msg("an mmap load grew the RSS by %ld KiB (weights: %zu KiB)", after - before, bytes / 1024);
     if (getenv("TU_VERBOSE"))
@@ -356,9 +263,9 @@ static void test_bf16_copy_equals_mmap_and_rss(void **state)
         bool reset = cr && fputs("5", cr) >= 0;
         if (cr)
             reset &= fclose(cr) == 0;
-        long rss0 = status_kb("VmRSS:");
+        long rss0 = tu_status_kb("VmRSS:");
         txc_model *cp = load(dir, TXC_WEIGHTS_COPY);
-        long hwm = status_kb("VmHWM:");
+        long hwm = tu_status_kb("VmHWM:");
         txc_model_test_force_memcpy(false);
         assert_false(file_mapped(file));
         txc_weights_info w = txc_model_weights_info(cp);

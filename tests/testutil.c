@@ -356,6 +356,127 @@ int posix_memalign(void **p, size_t al, size_t n)
 }
 #endif
 
+long tu_status_kb(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long v = -1;
+    size_t kl = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, key, kl) == 0) {
+            v = strtol(line + kl, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+static uint16_t tu_bf16_bits(uint32_t *rng)
+{
+    *rng = *rng * 1664525u + 1013904223u;
+    /* a value in about +-0.06: sign, exponent 2^-5..2^-4, 7 random mantissa bits */
+    uint32_t r = *rng >> 9;
+    return (uint16_t)(((r & 1) << 15) | ((0x7a + ((r >> 1) & 1)) << 7) | ((r >> 2) & 0x7f));
+}
+
+size_t tu_write_llama_folder(const char *dir, int64_t h, int64_t inter, int layers, int64_t vocab, int heads,
+                             int kv_heads, int bf16, size_t *rowwise, size_t *big)
+{
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg,
+             "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\", \"hidden_size\": %lld, "
+             "\"intermediate_size\": %lld, \"num_hidden_layers\": %d, \"num_attention_heads\": %d, "
+             "\"num_key_value_heads\": %d, \"vocab_size\": %lld, \"max_position_embeddings\": 256, "
+             "\"rms_norm_eps\": 1e-5, \"rope_theta\": 10000.0, \"hidden_act\": \"silu\", "
+             "\"tie_word_embeddings\": false, \"torch_dtype\": \"%s\"}",
+             (long long)h, (long long)inter, layers, heads, kv_heads, (long long)vocab, bf16 ? "bfloat16" : "float32");
+    assert_int_equal(tu_write_file(tu_path("%s/config.json", dir), cfg, strlen(cfg)), 0);
+    const int n_t = 3 + 9 * layers;
+    struct tu_st {
+        char name[96];
+        int64_t r, c; /* c == 0: 1-d */
+    } *t = calloc((size_t)n_t, sizeof *t);
+    assert_non_null(t);
+    int n = 0;
+    snprintf(t[n].name, 96, "model.embed_tokens.weight"), t[n].r = vocab, t[n++].c = h;
+    snprintf(t[n].name, 96, "model.norm.weight"), t[n].r = h, t[n++].c = 0;
+    snprintf(t[n].name, 96, "lm_head.weight"), t[n].r = vocab, t[n++].c = h;
+    const size_t es = bf16 ? 2 : 4;
+    const int64_t kv = h / heads * kv_heads;
+    size_t rw = 0, bg = 0, maxn = 0;
+    for (int l = 0; l < layers; l++) {
+        static const char *const names[] = {"input_layernorm", "post_attention_layernorm", "self_attn.q_proj",
+                                            "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                                            "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
+        const int64_t rows[] = {h, h, h, kv, kv, h, inter, inter, h}, cols[] = {0, 0, h, h, h, h, h, h, inter};
+        for (int k = 0; k < 9; k++) {
+            snprintf(t[n].name, 96, "model.layers.%d.%s.weight", l, names[k]);
+            t[n].r = rows[k];
+            t[n++].c = cols[k];
+            if (k == 5 || k == 8) {
+                size_t b = (size_t)rows[k] * (size_t)cols[k] * es;
+                rw += b;
+                bg = b > bg ? b : bg;
+            }
+        }
+    }
+    size_t hcap = 256 * (size_t)n_t + 64, hl = 0, off = 0;
+    char *hdr = malloc(hcap);
+    assert_non_null(hdr);
+    hl += (size_t)snprintf(hdr + hl, hcap - hl, "{");
+    for (int i = 0; i < n; i++) {
+        size_t cnt = (size_t)t[i].r * (size_t)(t[i].c ? t[i].c : 1), bytes = cnt * es;
+        maxn = cnt > maxn ? cnt : maxn;
+        if (t[i].c)
+            hl += (size_t)snprintf(hdr + hl, hcap - hl,
+                                   "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld,%lld],\"data_offsets\":[%zu,%zu]}",
+                                   i ? "," : "", t[i].name, bf16 ? "BF16" : "F32", (long long)t[i].r,
+                                   (long long)t[i].c, off, off + bytes);
+        else
+            hl += (size_t)snprintf(hdr + hl, hcap - hl,
+                                   "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld],\"data_offsets\":[%zu,%zu]}",
+                                   i ? "," : "", t[i].name, bf16 ? "BF16" : "F32", (long long)t[i].r, off,
+                                   off + bytes);
+        off += bytes;
+    }
+    hl += (size_t)snprintf(hdr + hl, hcap - hl, "}");
+    assert_true(hl + 8 < hcap);
+    while (hl % 8)
+        hdr[hl++] = ' ';
+    FILE *f = fopen(tu_path("%s/model.safetensors", dir), "wb");
+    assert_non_null(f);
+    uint64_t len = hl;
+    assert_int_equal(fwrite(&len, 8, 1, f), 1); /* little-endian hosts (x86-64, arm64) */
+    assert_int_equal(fwrite(hdr, 1, hl, f), hl);
+    void *buf = malloc(maxn * es);
+    assert_non_null(buf);
+    uint32_t rng = 12345;
+    for (int i = 0; i < n; i++) {
+        size_t cnt = (size_t)t[i].r * (size_t)(t[i].c ? t[i].c : 1);
+        for (size_t k = 0; k < cnt; k++) {
+            uint16_t b = t[i].c ? tu_bf16_bits(&rng) : 0x3f80; /* norms: 1.0 */
+            if (bf16) {
+                ((uint16_t *)buf)[k] = b;
+            } else {
+                uint32_t u = (uint32_t)b << 16;
+                memcpy((float *)buf + k, &u, 4);
+            }
+        }
+        assert_int_equal(fwrite(buf, es, cnt, f), cnt);
+    }
+    assert_int_equal(fclose(f), 0);
+    free(buf);
+    free(hdr);
+    free(t);
+    if (rowwise)
+        *rowwise = rw;
+    if (big)
+        *big = bg;
+    return off;
+}
+
 pthread_mutex_t tu_device_lock = PTHREAD_MUTEX_INITIALIZER;
 char tu_device_failure[2048];
 

@@ -21,6 +21,16 @@ char *tu_read_file(const char *path, size_t *len);
  * directory (static buffer per call index). */
 char *tu_mkdtemp(void);
 int tu_write_file(const char *path, const void *data, size_t len);
+/* One line of /proc/self/status ("VmRSS:", "VmHWM:") in kB; -1 where absent. */
+long tu_status_kb(const char *key);
+/* A small llama folder for the loader's memory tests: config.json and
+ * model.safetensors (2-D weights in F32, or BF16 when bf16; deterministic
+ * values in about +-0.06, norms 1.0): hidden h, intermediate inter, layers,
+ * vocab, heads / kv_heads; k and v have kv_heads * h / heads rows. Returns
+ * the weights' bytes; *rowwise (if not NULL) the o/down bytes of all layers
+ * and *big the largest of them. Fails the test on an I/O error. */
+size_t tu_write_llama_folder(const char *dir, int64_t h, int64_t inter, int layers, int64_t vocab, int heads,
+                             int kv_heads, int bf16, size_t *rowwise, size_t *big);
 /* Remove a directory tree made by tu_mkdtemp. */
 void tu_rm_rf(const char *dir);
 /* The float32 weight bytes one rank of a GPT-2 config holds at tensor
