@@ -167,18 +167,21 @@ TXC_INLINE_AVX2 void kb_tile(const int MR, const int NR, const int DT, bool firs
             _mm256_storeu_ps(acc + (j * M + i) * 8, c[i * NR + j]);
 }
 
-#define KB_TILE_M(NR, DT)                                                                                     \
+/* The M rows in tiles of 4, then the 1..3 left: TILE is kb_tile (AVX2, W = 8
+ * floats a lane group) or r512_kb_tile (AVX-512, W = 32: its two 16-lane sums). */
+#define KB_TILE_ROWS(TILE, W, NR, DT)                                                                         \
     do {                                                                                                      \
         int64_t i = 0;                                                                                        \
         for (; i + 4 <= M; i += 4)                                                                            \
-            kb_tile(4, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * 8, M);                    \
+            TILE(4, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * (W), M);                     \
         switch (M - i) {                                                                                      \
-        case 3: kb_tile(3, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * 8, M); break;         \
-        case 2: kb_tile(2, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * 8, M); break;         \
-        case 1: kb_tile(1, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * 8, M); break;         \
+        case 3: TILE(3, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * (W), M); break;          \
+        case 2: TILE(2, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * (W), M); break;          \
+        case 1: TILE(1, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * (W), M); break;          \
         default: break;                                                                                       \
         }                                                                                                     \
     } while (0)
+#define KB_TILE_M(NR, DT) KB_TILE_ROWS(kb_tile, 8, NR, DT)
 
 /* Columns [c0, c1) in blocks of nc, A in blocks of kc k; acc: nc * M * 8 floats. */
 TXC_INLINE_AVX2 void kb_cols(const int DT, int64_t M, int64_t c0, int64_t c1, int64_t n4, int64_t K, const float *A,
@@ -404,18 +407,7 @@ TXC_INLINE_AVX512 void r512_kb_tile(const int MR, const int NR, const int DT, bo
         }
 }
 
-#define R512_KB_TILE_M(NR, DT)                                                                                \
-    do {                                                                                                      \
-        int64_t i = 0;                                                                                        \
-        for (; i + 4 <= M; i += 4)                                                                            \
-            r512_kb_tile(4, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * 32, M);              \
-        switch (M - i) {                                                                                      \
-        case 3: r512_kb_tile(3, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * 32, M); break;   \
-        case 2: r512_kb_tile(2, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * 32, M); break;   \
-        case 1: r512_kb_tile(1, NR, DT, first, k0, k1, A + i * lda, lda, bj, ldb, accj + i * 32, M); break;   \
-        default: break;                                                                                       \
-        }                                                                                                     \
-    } while (0)
+#define R512_KB_TILE_M(NR, DT) KB_TILE_ROWS(r512_kb_tile, 32, NR, DT)
 
 /* Columns [c0, c1) in blocks of nc, A in blocks of kc k (multiples of 32);
  * acc: nc * M * 32 floats. Then each element's tail (r512_tile's masked steps
