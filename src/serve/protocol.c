@@ -88,8 +88,9 @@ static bool get_int(const cJSON *root, const char *name, int64_t lo, int64_t hi,
     double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
     if (!(d == floor(d)))
         return bad(e, name, "'%s' must be an integer", name);
-    if (!(d >= -9.2e18 && d <= 9.2e18)) /* an integer, past what int64 holds */
-        return bad(e, name, "'%s' must be in [%lld, %lld], got %.0f", name, (long long)lo, (long long)hi, d);
+    if (!(d >= -9.2e18 && d <= 9.2e18)) /* an integer, past what int64 holds (and a double shows exactly) */
+        return bad(e, name, "'%s' must be in [%lld, %lld], got a number of about %.3g", name, (long long)lo,
+                   (long long)hi, d);
     if (d < (double)lo || d > (double)hi)
         return bad(e, name, "'%s' must be in [%lld, %lld], got %.0f", name, (long long)lo, (long long)hi, d);
     *out = (int64_t)d;
