@@ -4,6 +4,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,4 +99,22 @@ const char *txc_hf_json_kind(const cJSON *v)
     if (cJSON_IsObject(v))
         return "an object";
     return "invalid";
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TXC_SANITIZER_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TXC_SANITIZER_MALLOC 1
+#endif
+#endif
+
+void txc_hf_trim_heap(void)
+{
+#if defined(__GLIBC__) && !defined(TXC_SANITIZER_MALLOC)
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
+    malloc_trim(0);
+    pthread_mutex_unlock(&lock);
+#endif
 }

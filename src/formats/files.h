@@ -24,4 +24,16 @@ txc_status txc_hf_read_file(const char *path, size_t max_bytes, char **text, siz
  * "a number", "a string", "an array", "an object". */
 const char *txc_hf_json_kind(const cJSON *v);
 
+/* Hand the free memory inside glibc's heap back to the system
+ * (malloc_trim(3): the top of the heap, and MADV_DONTNEED on the free pages
+ * inside it), so that a freed cJSON tree of a large file (tokenizer.json) or
+ * an earlier benchmark row does not stay in the RSS. Calls from several
+ * threads (the devices of `--devices`, each loading a tokenizer) are
+ * serialized. Does nothing where glibc does not own malloc: under
+ * AddressSanitizer, whose allocator replaces it, glibc's malloc_trim would
+ * set up glibc's own unused arenas lazily, and from four threads at once it
+ * crashed there (a read of address 0x8 in mtrim); and outside glibc.
+ * No errors. */
+void txc_hf_trim_heap(void);
+
 #endif

@@ -8,9 +8,6 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -495,9 +492,7 @@ static txc_status load_json(txc_tokenizer *t, const cJSON *root)
  * heap too (MADV_DONTNEED); elsewhere: nothing. */
 static void release_freed_heap(void)
 {
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
+    txc_hf_trim_heap();
 }
 
 /* Parse tokenizer.json text; `origin` names it in the "not valid JSON" message. */

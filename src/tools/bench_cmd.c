@@ -53,6 +53,7 @@
  * stderr).
  */
 #include "tools/bench_cmd.h"
+#include "formats/files.h"
 #include "txc/gguf.h"
 #include "tools/cli.h"
 #include "ops/kernels.h"
@@ -80,9 +81,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <unistd.h>
 
 
@@ -361,9 +359,7 @@ static double measure_fresh_copy(size_t bytes, int passes)
  * from it). False where the reset is refused. */
 static bool reset_peak_rss(void)
 {
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
+    txc_hf_trim_heap();
     FILE *f = fopen("/proc/self/clear_refs", "w");
     if (!f)
         return false;
