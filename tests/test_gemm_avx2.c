@@ -1,5 +1,7 @@
 /* The packed AVX2 prefill GEMM (src/ops/gemm_avx2.c, contract in
- * src/ops/kernels.h):
+ * src/ops/kernels.h), and its AVX-512 twin of the same bits
+ * (txc_kern_gemm_nt_fma512, src/ops/gemm_bf16dot.c's driver on float32
+ * FMA): every test below runs for each (the "avx2" and "avx512" groups):
  * - every C[i,j] bit-identical to the scalar fused multiply-add chain
  *   c = fmaf(A[i,k], B[j,k], c), k = 0..K-1 from 0, for float32, bfloat16
  *   and float16 B, over M across the 6-row tiles and the 192-row blocks, N
@@ -7,7 +9,8 @@
  *   blocks, and row strides (lda, ldb, ldc) wider than the rows; C's
  *   entries outside the M x N block untouched;
  * - a row alone (M = 1) has the bits it has inside any M;
- * - txc_kern_gemm_nt at SIMD level 1 with M above the row-invariance bound
+ * - txc_kern_gemm_nt at SIMD level 1 (level 2: float16 B, and bfloat16 B
+ *   with the VDPBF16PS GEMM off) with M above the row-invariance bound
  *   runs it: the same bits on 1, 2 and 3 threads, also at prefill shapes
  *   (M = 128: 6- and 4-row tiles; A packed by the threads);
  * - the group of sibling GEMMs on one A (txc_kern_gemm_nt_avx2_packed_group):
@@ -15,7 +18,8 @@
  * - within the documented bound of a double reference:
  *   |C - exact| <= γ(K-1) sum_k |A_ik B_jk|, γ(n) = n 2^-24 / (1 - n 2^-24);
  * - not run (false) at SIMD level 0, for other dtypes, or for empty shapes.
- * Skipped (with a message) where the CPU has no AVX2+FMA+F16C.
+ * Skipped (with a message) where the CPU has no AVX2+FMA+F16C (no AVX-512
+ * for the second group).
  */
 #include "testutil.h"
 
@@ -91,30 +95,39 @@ static void reference(problem *p, txc_dtype dt)
         }
 }
 
+/* The kernel under test: 1 the AVX2 packed GEMM, 2 the AVX-512 FMA twin
+ * (set by the group's setup). */
+static int level_ut = 1;
+
+static int setup_avx2(void **state) { (void)state, level_ut = 1; return 0; }
+static int setup_avx512(void **state) { (void)state, level_ut = 2; return 0; }
+
 static bool simd_ok(void)
 {
-    if (txc_kern_simd_level() < 1) {
-        print_message("  no AVX2+FMA+F16C on this CPU: skipped\n");
+    if (txc_kern_simd_level() < level_ut) {
+        print_message("  %s on this CPU: skipped\n", level_ut == 1 ? "no AVX2+FMA+F16C" : "no AVX-512");
         return false;
     }
     return true;
 }
 
-/* A test's start: false (skipped) without AVX2; else SIMD level 1 and, when
- * threads > 0, that many threads. finish() restores both. */
+/* A test's start: false (skipped) without the kernel's SIMD level; else
+ * that level and, when threads > 0, that many threads. finish() restores
+ * both. */
 static bool start(int threads)
 {
     if (!simd_ok())
         return false;
     if (threads > 0)
         assert_int_equal(txc_threads_set(threads), TXC_OK);
-    txc_kern_set_simd_level(1);
+    txc_kern_set_simd_level(level_ut);
     return true;
 }
 
 static void finish(void)
 {
     txc_kern_set_simd_level(-1);
+    txc_kern_set_avx512bf16(-1);
     txc_threads_set(0);
 }
 
@@ -124,7 +137,15 @@ static void poison(problem *p) { memset(p->C, 0x7f, sizeof(float) * (size_t)(p->
 /* The packed kernel on all of p (B of dtype dt), asserted to run. */
 static void packed(problem *p, const void *B, txc_dtype dt)
 {
-    assert_true(txc_kern_gemm_nt_avx2_packed(p->M, p->N, p->K, p->A, p->lda, B, dt, p->ldb, p->C, p->ldc));
+    assert_true(level_ut == 1
+                    ? txc_kern_gemm_nt_avx2_packed(p->M, p->N, p->K, p->A, p->lda, B, dt, p->ldb, p->C, p->ldc)
+                    : txc_kern_gemm_nt_fma512(p->M, p->N, p->K, p->A, p->lda, B, dt, p->ldb, p->C, p->ldc));
+}
+
+static bool packed_group(int n, const txc_gemv_part *parts, int64_t M, int64_t K, const float *A, int64_t lda)
+{
+    return level_ut == 1 ? txc_kern_gemm_nt_avx2_packed_group(n, parts, M, K, A, lda)
+                         : txc_kern_gemm_nt_fma512_group(n, parts, M, K, A, lda);
 }
 
 static const txc_dtype dts[] = {TXC_F32, TXC_BF16, TXC_F16};
@@ -164,6 +185,11 @@ static void check_threads(problem *p, bool dispatch)
     for (size_t d = 0; d < 3; d++) {
         const void *B = bdata(p, dts[d]);
         reference(p, dts[d]);
+        /* at level 2 the dispatch takes the twin for float16 weights, and
+         * for bfloat16 ones without the VDPBF16PS GEMM */
+        if (dispatch && level_ut == 2 && dts[d] == TXC_F32)
+            continue;
+        txc_kern_set_avx512bf16(dispatch && level_ut == 2 && dts[d] == TXC_BF16 ? 0 : -1);
         for (int th = 1; th <= 3; th++) {
             assert_int_equal(txc_threads_set(th), TXC_OK);
             poison(p);
@@ -199,6 +225,9 @@ static void test_bits_fma_chain(void **state)
      * several chunks. */
     check_bits(385, 37, 530, 1, 2, 5);
     check_bits(200, 130, 1100, 0, 0, 0);
+    /* 64-column panels and their masked edge, 128-k blocks (the twin) */
+    check_bits(70, 65, 129, 2, 1, 3);
+    check_bits(13, 192, 385, 0, 4, 0);
     finish();
 }
 
@@ -221,8 +250,10 @@ static void test_row_alone(void **state)
             memset(p.R, 0, sizeof(float) * (size_t)(p.M * p.ldc));
             packed(&p, B, dts[d]);
             for (int64_t i = 0; i < p.M; i++)
-                assert_true(txc_kern_gemm_nt_avx2_packed(1, p.N, p.K, p.A + i * p.lda, p.lda, B, dts[d], p.ldb,
-                                                         p.R + i * p.ldc, p.ldc));
+                assert_true(level_ut == 1 ? txc_kern_gemm_nt_avx2_packed(1, p.N, p.K, p.A + i * p.lda, p.lda, B,
+                                                                         dts[d], p.ldb, p.R + i * p.ldc, p.ldc)
+                                          : txc_kern_gemm_nt_fma512(1, p.N, p.K, p.A + i * p.lda, p.lda, B, dts[d],
+                                                                    p.ldb, p.R + i * p.ldc, p.ldc));
             expect_equal(&p, dts[d], "alone");
         }
         drop(&p);
@@ -291,7 +322,7 @@ static void test_group(void **state)
                                                p.ldb, C[q]};
                     row += Np[q];
                 }
-                assert_true(txc_kern_gemm_nt_avx2_packed_group(4, parts, p.M, p.K, p.A, p.lda));
+                assert_true(packed_group(4, parts, p.M, p.K, p.A, p.lda));
                 row = 0;
                 for (int q = 0; q < 4; q++) {
                     for (int64_t i = 0; i < p.M; i++)
@@ -312,10 +343,10 @@ static void test_group(void **state)
     }
     txc_gemv_part one = {NULL, TXC_BF16, 1, 1, NULL};
     float a = 1;
-    assert_false(txc_kern_gemm_nt_avx2_packed_group(0, &one, 1, 1, &a, 1));
-    assert_false(txc_kern_gemm_nt_avx2_packed_group(TXC_PACKED_GROUP_MAX + 1, &one, 1, 1, &a, 1));
+    assert_false(packed_group(0, &one, 1, 1, &a, 1));
+    assert_false(packed_group(TXC_PACKED_GROUP_MAX + 1, &one, 1, 1, &a, 1));
     one.bdt = TXC_I32;
-    assert_false(txc_kern_gemm_nt_avx2_packed_group(1, &one, 1, 1, &a, 1));
+    assert_false(packed_group(1, &one, 1, 1, &a, 1));
     finish();
 }
 
@@ -360,15 +391,17 @@ static void test_refusals(void **state)
     (void)state;
     float a = 1, c = 7;
     uint16_t b = 0x3f80;
-    txc_kern_set_simd_level(0);
-    assert_false(txc_kern_gemm_nt_avx2_packed(1, 1, 1, &a, 1, &b, TXC_BF16, 1, &c, 1));
+    bool (*const kern)(int64_t, int64_t, int64_t, const float *, int64_t, const void *, txc_dtype, int64_t, float *,
+                       int64_t) = level_ut == 1 ? txc_kern_gemm_nt_avx2_packed : txc_kern_gemm_nt_fma512;
+    txc_kern_set_simd_level(level_ut - 1); /* below the kernel's level */
+    assert_false(kern(1, 1, 1, &a, 1, &b, TXC_BF16, 1, &c, 1));
     txc_kern_set_simd_level(-1);
     if (simd_ok()) {
-        txc_kern_set_simd_level(1);
-        assert_false(txc_kern_gemm_nt_avx2_packed(1, 1, 1, &a, 1, &b, TXC_I32, 1, &c, 1));
-        assert_false(txc_kern_gemm_nt_avx2_packed(0, 1, 1, &a, 1, &b, TXC_BF16, 1, &c, 1));
-        assert_false(txc_kern_gemm_nt_avx2_packed(1, 1, 0, &a, 1, &b, TXC_BF16, 1, &c, 1));
-        assert_true(txc_kern_gemm_nt_avx2_packed(1, 1, 1, &a, 1, &b, TXC_BF16, 1, &c, 1));
+        txc_kern_set_simd_level(level_ut);
+        assert_false(kern(1, 1, 1, &a, 1, &b, TXC_I32, 1, &c, 1));
+        assert_false(kern(0, 1, 1, &a, 1, &b, TXC_BF16, 1, &c, 1));
+        assert_false(kern(1, 1, 0, &a, 1, &b, TXC_BF16, 1, &c, 1));
+        assert_true(kern(1, 1, 1, &a, 1, &b, TXC_BF16, 1, &c, 1));
         assert_true(c == 1.0f);
         txc_kern_set_simd_level(-1);
     }
@@ -383,5 +416,6 @@ int main(void)
         cmocka_unit_test(test_group),            cmocka_unit_test(test_error_bound),
         cmocka_unit_test(test_refusals),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests_name("avx2", tests, setup_avx2, NULL);
+    return failed + cmocka_run_group_tests_name("avx512", tests, setup_avx512, NULL);
 }

@@ -79,23 +79,40 @@ bool txc_kern_avx512bf16(void)
 #define TXC_INLINE_BF16DOT static inline __attribute__((always_inline, target(TXC_BF16DOT_TARGET)))
 
 enum { BNR = 64, BKC = 256, BMR = 6, BMC = 252 /* rows per M block (42 tiles) */ };
+enum { FKC = 128 /* k per block of the float32 panel: 64 x 128 floats, the bf16 panel's 32 KiB */ };
+enum { PSTEPS = 128 /* rows of 64 32-bit words in a packed panel (either kind) */ };
+
+/* A panel's packer: columns n..n+nr-1 (nr <= 64; the rest zeros) of B (rows
+ * of ldb elements) over `steps` panel rows from element k0 (elements at
+ * k >= K zero) into bp (steps x 64 words). */
+typedef void (*pk_pack_fn)(const void *B, int64_t ldb, int64_t n, int nr, int64_t k0, int64_t steps, int64_t K,
+                           uint32_t *bp);
+/* A register tile: rows of A (lda elements) from the block's first k, over
+ * `steps` panel rows; mask[v]: the columns of vector v that are C's; load:
+ * add to C (a later K block). */
+typedef void (*pk_micro_fn)(int64_t steps, const void *a, int64_t lda, const uint32_t *bp, float *c, int64_t ldc,
+                            const __mmask16 *mask, bool load);
 
 typedef struct bd_part {
-    const uint16_t *B;
+    const void *B;
     int64_t N, ldb, ldc, col0;
     float *C;
+    pk_pack_fn pack;
+    int esize; /* bytes of one element of B */
 } bd_part;
 
 typedef struct bd_job {
     int64_t mc, K, Kp, kc, cols, chunk;
-    const uint16_t *Ab; /* the M block's rows rounded to bf16, Kp each */
+    const void *A;     /* the M block's rows: bf16, Kp each (VDPBF16PS), or float32 of stride lda (FMA) */
+    int64_t lda;       /* elements */
+    int a_esize, kstep; /* bytes of an element of A; elements of K per panel row (2: a bf16 pair; 1) */
+    const pk_micro_fn *micro; /* [h] for tiles of h = 1..6 rows */
     int n_parts;
     bd_part parts[TXC_PACKED_GROUP_MAX];
 } bd_job;
 
 /* MR rows x 64 columns over kpn pairs: a (rows of lda bf16) at its k0, bp
- * the packed panel (kpn x 64 words), c the tile's C; mask[v]: the columns
- * of vector v that are C's. load: add to C (a later K block). */
+ * the packed panel (kpn x 64 words), c the tile's C. */
 TXC_INLINE_BF16DOT void bd_micro(const int MR, int64_t kpn, const uint16_t *a, int64_t lda, const uint32_t *bp,
                                   float *c, int64_t ldc, const __mmask16 *mask, bool load)
 {
@@ -122,8 +139,55 @@ TXC_INLINE_BF16DOT void bd_micro(const int MR, int64_t kpn, const uint16_t *a, i
             _mm512_mask_storeu_ps(c + r * ldc + 16 * v, mask[v], acc[r][v]);
 }
 
+/* The float32 tile: c = fma(a[k], b[k], c) over k in order, a broadcast
+ * from float32 A, bp the panel of float32 columns (steps x 64 floats). */
+TXC_INLINE_AVX512 void fm_micro(const int MR, int64_t steps, const float *a, int64_t lda, const uint32_t *bp,
+                                float *c, int64_t ldc, const __mmask16 *mask, bool load)
+{
+    __m512 acc[BMR][4];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < 4; v++)
+            acc[r][v] = load ? _mm512_maskz_loadu_ps(mask[v], c + r * ldc + 16 * v) : _mm512_setzero_ps();
+    for (int64_t p = 0; p < steps; p++) {
+        const float *b = (const float *)(bp + p * BNR);
+        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16), b2 = _mm512_load_ps(b + 32),
+               b3 = _mm512_load_ps(b + 48);
+        for (int r = 0; r < MR; r++) {
+            __m512 av = _mm512_set1_ps(a[r * lda + p]);
+            acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+            acc[r][2] = _mm512_fmadd_ps(av, b2, acc[r][2]);
+            acc[r][3] = _mm512_fmadd_ps(av, b3, acc[r][3]);
+        }
+    }
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < 4; v++)
+            _mm512_mask_storeu_ps(c + r * ldc + 16 * v, mask[v], acc[r][v]);
+}
+
+#define PK_MICRO_FNS(MR)                                                                                            \
+    static TXC_BF16DOT void bd_micro_##MR(int64_t steps, const void *a, int64_t lda, const uint32_t *bp, float *c,  \
+                                          int64_t ldc, const __mmask16 *mask, bool load)                            \
+    {                                                                                                               \
+        bd_micro(MR, steps, a, lda, bp, c, ldc, mask, load);                                                        \
+    }                                                                                                               \
+    static TXC_AVX512 void fm_micro_##MR(int64_t steps, const void *a, int64_t lda, const uint32_t *bp, float *c,   \
+                                         int64_t ldc, const __mmask16 *mask, bool load)                             \
+    {                                                                                                               \
+        fm_micro(MR, steps, a, lda, bp, c, ldc, mask, load);                                                        \
+    }
+PK_MICRO_FNS(1)
+PK_MICRO_FNS(2)
+PK_MICRO_FNS(3)
+PK_MICRO_FNS(4)
+PK_MICRO_FNS(5)
+PK_MICRO_FNS(6)
+#undef PK_MICRO_FNS
+static const pk_micro_fn bd_micros[BMR + 1] = {NULL, bd_micro_1, bd_micro_2, bd_micro_3, bd_micro_4, bd_micro_5, bd_micro_6};
+static const pk_micro_fn fm_micros[BMR + 1] = {NULL, fm_micro_1, fm_micro_2, fm_micro_3, fm_micro_4, fm_micro_5, fm_micro_6};
+
 /* Transpose the 16 x 16 block of 32-bit words r[0..15] in place. */
-TXC_INLINE_BF16DOT void bd_transpose16(__m512i r[16])
+TXC_INLINE_AVX512 void bd_transpose16(__m512i r[16])
 {
     __m512i t[16], v[16];
     for (int g = 0; g < 4; g++) {
@@ -144,36 +208,70 @@ TXC_INLINE_BF16DOT void bd_transpose16(__m512i r[16])
         r[i] = v[i];
 }
 
-/* The panel of columns n..n+nr-1 (nr <= 64; the rest zeros), k in
- * [k0, k0 + 2 kpn) of K: bp[p * 64 + c] = (B[n+c][k0+2p], B[n+c][k0+2p+1]),
- * elements at k >= K zero. 16 rows x 16 pairs at a time through a 32-bit
- * transpose (masked loads: nothing past the block or K is read). */
-TXC_INLINE_BF16DOT void bd_pack_b(const uint16_t *B, int64_t ldb, int64_t n, int nr, int64_t k0, int64_t kpn,
-                                   int64_t K, uint32_t *bp)
+/* 16 consecutive 32-bit words of row B + off (elements) of dtype dt, the
+ * first `left` of them live (the rest zero; nothing past them read): for
+ * TXC_BF16 with pairs, 16 pairs (32 bf16, left counts elements); otherwise
+ * 16 elements widened exactly to float32. */
+TXC_INLINE_AVX512 __m512i pk_load16(txc_dtype dt, bool pairs, const void *row, int64_t left)
 {
-    const int64_t kend = K - k0 < 2 * kpn ? K - k0 : 2 * kpn; /* elements of this block inside K */
+    if (pairs) {
+        const __mmask32 m = left >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << left) - 1u);
+        return _mm512_maskz_loadu_epi16(m, row);
+    }
+    const __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+    if (dt == TXC_F32)
+        return _mm512_castps_si512(_mm512_maskz_loadu_ps(m, row));
+    const __m256i h = _mm256_maskz_loadu_epi16(m, row);
+    if (dt == TXC_F16)
+        return _mm512_castps_si512(_mm512_cvtph_ps(h));
+    return _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16); /* bf16: the high half of a float32 */
+}
+
+/* The panel of columns n..n+nr-1 (nr <= 64; the rest zeros), panel rows
+ * p < steps from element k0 of K: pairs (VDPBF16PS): bp[p * 64 + c] =
+ * (B[n+c][k0+2p], B[n+c][k0+2p+1]); else bp[p * 64 + c] = (float)B[n+c][k0+p];
+ * elements at k >= K zero. 16 rows x 16 words at a time through a 32-bit
+ * transpose (masked loads: nothing past the block or K is read). */
+TXC_INLINE_AVX512 void pk_pack(txc_dtype dt, bool pairs, const void *B, int64_t ldb, int64_t n, int nr, int64_t k0,
+                               int64_t steps, int64_t K, uint32_t *bp)
+{
+    const int kstep = pairs ? 2 : 1;
+    const size_t es = txc_dtype_size(dt);
+    const int64_t kend = K - k0 < kstep * steps ? K - k0 : kstep * steps; /* elements of this block inside K */
     for (int g = 0; g < BNR / 16; g++) {
         const int live = nr - 16 * g;
         uint32_t *o = bp + 16 * g;
         if (live <= 0) {
-            for (int64_t p = 0; p < kpn; p++)
+            for (int64_t p = 0; p < steps; p++)
                 _mm512_store_si512(o + p * BNR, _mm512_setzero_si512());
             continue;
         }
-        const uint16_t *base = B + (n + 16 * g) * ldb + k0;
-        for (int64_t p0 = 0; p0 < kpn; p0 += 16) {
-            const int64_t left = kend - 2 * p0;
-            const __mmask32 m = left >= 32 ? (__mmask32)0xffffffffu : (__mmask32)((1u << left) - 1u);
+        const char *base = (const char *)B + ((n + 16 * g) * ldb + k0) * (int64_t)es;
+        for (int64_t p0 = 0; p0 < steps; p0 += 16) {
+            const int64_t left = kend - kstep * p0;
             __m512i r[16];
             for (int c = 0; c < 16; c++)
-                r[c] = c < live ? _mm512_maskz_loadu_epi16(m, base + c * ldb + 2 * p0) : _mm512_setzero_si512();
+                r[c] = c < live && left > 0 ? pk_load16(dt, pairs, base + (c * ldb + kstep * p0) * (int64_t)es, left)
+                                            : _mm512_setzero_si512();
             bd_transpose16(r);
-            const int64_t w_n = kpn - p0 < 16 ? kpn - p0 : 16;
+            const int64_t w_n = steps - p0 < 16 ? steps - p0 : 16;
             for (int64_t w = 0; w < w_n; w++)
                 _mm512_store_si512(o + (p0 + w) * BNR, r[w]);
         }
     }
 }
+
+#define PK_PACK_FN(name, dt, pairs)                                                                                 \
+    static TXC_AVX512 void name(const void *B, int64_t ldb, int64_t n, int nr, int64_t k0, int64_t steps, int64_t K, \
+                                uint32_t *bp)                                                                       \
+    {                                                                                                               \
+        pk_pack(dt, pairs, B, ldb, n, nr, k0, steps, K, bp);                                                        \
+    }
+PK_PACK_FN(pk_pack_pairs, TXC_BF16, true)
+PK_PACK_FN(pk_pack_f32, TXC_F32, false)
+PK_PACK_FN(pk_pack_f16, TXC_F16, false)
+PK_PACK_FN(pk_pack_bf16, TXC_BF16, false)
+#undef PK_PACK_FN
 
 /* Row i of A (K floats) as Kp bfloat16 (round to nearest even), zero pad. */
 TXC_INLINE_BF16DOT void bd_round_row(const float *a, int64_t K, int64_t Kp, uint16_t *o)
@@ -191,9 +289,10 @@ TXC_INLINE_BF16DOT void bd_round_row(const float *a, int64_t K, int64_t Kp, uint
     }
 }
 
-TXC_INLINE_BF16DOT void bd_cols(const bd_job *j, const bd_part *pt, int64_t c0, int64_t c1)
+static TXC_AVX512 void bd_cols(const bd_job *j, const bd_part *pt, int64_t c0, int64_t c1)
 {
-    _Alignas(64) uint32_t bp[BKC / 2 * BNR];
+    _Alignas(64) uint32_t bp[PSTEPS * BNR];
+    const int64_t es = pt->esize;
     for (int64_t n = c0; n < c1; n += BNR) {
         const int nr = c1 - n < BNR ? (int)(c1 - n) : BNR;
         __mmask16 mask[4];
@@ -202,8 +301,8 @@ TXC_INLINE_BF16DOT void bd_cols(const bd_job *j, const bd_part *pt, int64_t c0, 
             mask[v] = live >= 16 ? (__mmask16)0xffff : live <= 0 ? 0 : (__mmask16)((1u << live) - 1u);
         }
         for (int64_t k0 = 0; k0 < j->Kp; k0 += j->kc) {
-            const int64_t kpn = (j->Kp - k0 < j->kc ? j->Kp - k0 : j->kc) / 2;
-            bd_pack_b(pt->B, pt->ldb, n, nr, k0, kpn, j->K, bp);
+            const int64_t steps = (j->Kp - k0 < j->kc ? j->Kp - k0 : j->kc) / j->kstep;
+            pt->pack(pt->B, pt->ldb, n, nr, k0, steps, j->K, bp);
             /* The raw B of the next panel (the next K block, else the next
              * 64 columns' first) is prefetched into L2 while this one's
              * tiles run, spread over them: a weight is read once per GEMM,
@@ -213,10 +312,10 @@ TXC_INLINE_BF16DOT void bd_cols(const bd_job *j, const bd_part *pt, int64_t c0, 
                 nn = n + BNR, nk = 0;
             const int pf_rows = nn < c1 ? (c1 - nn < BNR ? (int)(c1 - nn) : BNR) : 0;
             const int64_t pf_k = j->Kp - nk < j->kc ? j->Kp - nk : j->kc;
-            const int pf_lines = (int)((pf_k * 2 + 63) / 64) + 1, pf_total = pf_rows * pf_lines;
+            const int pf_lines = (int)((pf_k * es + 63) / 64) + 1, pf_total = pf_rows * pf_lines;
             const int n_tiles = (int)((j->mc + BMR - 1) / BMR);
             const int pf_per = (pf_total + n_tiles - 1) / n_tiles;
-            const char *pf_base = (const char *)(pt->B + nn * pt->ldb + nk);
+            const char *pf_base = (const char *)pt->B + (nn * pt->ldb + nk) * es;
             int pf_next = 0, pf_row = 0, pf_line = 0;
             for (int64_t i = 0, h; i < j->mc; i += h) {
                 /* 6-row tiles, and two near-equal ones where 6 would leave
@@ -224,29 +323,21 @@ TXC_INLINE_BF16DOT void bd_cols(const bd_job *j, const bd_part *pt, int64_t c0, 
                 const int64_t rem = j->mc - i;
                 h = rem > BMR && rem < 2 * BMR ? (rem + 1) / 2 : rem < BMR ? rem : BMR;
                 for (int q = 0; q < pf_per && pf_next < pf_total; q++, pf_next++) {
-                    _mm_prefetch((const char *)((uintptr_t)pf_base + (uintptr_t)(pf_row * pt->ldb * 2) +
+                    _mm_prefetch((const char *)((uintptr_t)pf_base + (uintptr_t)(pf_row * pt->ldb * es) +
                                                 (uintptr_t)pf_line * 64),
                                  _MM_HINT_T1); /* (an address, not a pointer into B: may pass its end) */
                     if (++pf_line == pf_lines)
                         pf_line = 0, pf_row++;
                 }
-                const uint16_t *a = j->Ab + i * j->Kp + k0;
-                float *c = pt->C + i * pt->ldc + n;
-                switch ((int)h) {
-                case 6: bd_micro(6, kpn, a, j->Kp, bp, c, pt->ldc, mask, k0 > 0); break;
-                case 5: bd_micro(5, kpn, a, j->Kp, bp, c, pt->ldc, mask, k0 > 0); break;
-                case 4: bd_micro(4, kpn, a, j->Kp, bp, c, pt->ldc, mask, k0 > 0); break;
-                case 3: bd_micro(3, kpn, a, j->Kp, bp, c, pt->ldc, mask, k0 > 0); break;
-                case 2: bd_micro(2, kpn, a, j->Kp, bp, c, pt->ldc, mask, k0 > 0); break;
-                default: bd_micro(1, kpn, a, j->Kp, bp, c, pt->ldc, mask, k0 > 0); break;
-                }
+                const char *a = (const char *)j->A + (i * j->lda + k0) * j->a_esize;
+                j->micro[h](steps, a, j->lda, bp, pt->C + i * pt->ldc + n, pt->ldc, mask, k0 > 0);
             }
         }
     }
 }
 
 /* Task t: columns [t * chunk, (t + 1) * chunk) of the joint space. */
-TXC_BF16DOT static void bd_task(void *ctx, int64_t t)
+static TXC_AVX512 void bd_task(void *ctx, int64_t t)
 {
     const bd_job *j = ctx;
     const int64_t c0 = t * j->chunk, c1 = c0 + j->chunk < j->cols ? c0 + j->chunk : j->cols;
@@ -258,7 +349,8 @@ TXC_BF16DOT static void bd_task(void *ctx, int64_t t)
     }
 }
 
-TXC_BF16DOT static void bd_round_rows(const float *A, int64_t lda, int64_t m, int64_t K, int64_t Kp, uint16_t *Ab)
+static TXC_BF16DOT __attribute__((noinline)) void bd_round_rows(const float *A, int64_t lda, int64_t m, int64_t K,
+                                                                 int64_t Kp, uint16_t *Ab)
 {
     for (int64_t i = 0; i < m; i++)
         bd_round_row(A + i * lda, K, Kp, Ab + i * Kp);
@@ -269,22 +361,27 @@ TXC_BF16DOT static void bd_round_rows(const float *A, int64_t lda, int64_t m, in
 /* Column chunks per thread (taken on demand). */
 #define BD_CHUNKS 8
 
-/* (noinline: entered only after the CPU check; see amx.c's note on
- * target attributes and ASan's prologue) */
-static TXC_BF16DOT __attribute__((noinline)) bool bd_gemm(int n_parts, const bd_part *parts, int64_t M, int64_t K,
-                                                           const float *A, int64_t lda)
+/* pairs: the VDPBF16PS GEMM (A rounded to bf16 into scratch), else the
+ * float32 FMA one (A read as given). (noinline: entered only after the CPU
+ * check; see amx.c's note on target attributes and ASan's prologue) */
+static TXC_AVX512 __attribute__((noinline)) bool bd_gemm(bool pairs, int n_parts, const bd_part *parts, int64_t M,
+                                                          int64_t K, const float *A, int64_t lda)
 {
-    const int64_t Kp = (K + 1) / 2 * 2;
+    const int64_t Kp = pairs ? (K + 1) / 2 * 2 : K, bkc = pairs ? BKC : FKC, kstep = pairs ? 2 : 1;
     const int64_t nmb = (M + BMC - 1) / BMC;
     const int64_t mcb = ((M + nmb - 1) / nmb + BMR - 1) / BMR * BMR;
-    const int64_t nkb = (Kp + BKC - 1) / BKC;
-    const int64_t kc = ((Kp + nkb - 1) / nkb + 1) / 2 * 2; /* K blocks as even as possible, even */
-    if ((uint64_t)mcb * (uint64_t)Kp > SIZE_MAX / 2 - 64)
-        return false;
-    uint16_t *Ab = txc_scratch((size_t)mcb * (size_t)Kp * 2 + 64, TXC_SCRATCH_GEMM_PACK);
-    if (!Ab)
-        return false;
-    bd_job j = {.K = K, .Kp = Kp, .kc = kc, .Ab = Ab, .n_parts = n_parts};
+    const int64_t nkb = (Kp + bkc - 1) / bkc;
+    const int64_t kc = ((Kp + nkb - 1) / nkb + kstep - 1) / kstep * kstep; /* K blocks as even as possible */
+    uint16_t *Ab = NULL;
+    if (pairs) {
+        if ((uint64_t)mcb * (uint64_t)Kp > SIZE_MAX / 2 - 64)
+            return false;
+        Ab = txc_scratch((size_t)mcb * (size_t)Kp * 2 + 64, TXC_SCRATCH_GEMM_PACK);
+        if (!Ab)
+            return false;
+    }
+    bd_job j = {.K = K, .Kp = Kp, .kc = kc, .n_parts = n_parts, .kstep = (int)kstep,
+                .a_esize = pairs ? 2 : 4, .lda = pairs ? Kp : lda, .micro = pairs ? bd_micros : fm_micros};
     int64_t cols = 0;
     for (int p = 0; p < n_parts; p++) {
         j.parts[p] = parts[p];
@@ -296,7 +393,9 @@ static TXC_BF16DOT __attribute__((noinline)) bool bd_gemm(int n_parts, const bd_
     for (int64_t m0 = 0; m0 < M; m0 += mcb) {
         const int64_t mc = M - m0 < mcb ? M - m0 : mcb;
         j.mc = mc;
-        bd_round_rows(A + m0 * lda, lda, mc, K, Kp, Ab);
+        if (pairs)
+            bd_round_rows(A + m0 * lda, lda, mc, K, Kp, Ab);
+        j.A = pairs ? (const void *)Ab : (const void *)(A + m0 * lda);
         for (int p = 0; p < n_parts; p++)
             j.parts[p].C = parts[p].C + m0 * parts[p].ldc;
         j.chunk = cols;
@@ -313,9 +412,15 @@ static TXC_BF16DOT __attribute__((noinline)) bool bd_gemm(int n_parts, const bd_
     return true;
 }
 
-/* The weight's row stride must keep 15 rows' offsets (in elements) in the
- * gather's int32 index. */
+/* A bound on the weight's row stride (elements) that keeps every offset the
+ * packer and the prefetch form far inside int64 and uintptr_t. */
 static bool bd_ok(int64_t N, int64_t ldb) { return N > 0 && ldb > 0 && ldb <= INT32_MAX / 16; }
+
+/* The packer of the FMA GEMM for weights of dtype dt, NULL for none. */
+static pk_pack_fn fm_packer(txc_dtype dt)
+{
+    return dt == TXC_F32 ? pk_pack_f32 : dt == TXC_F16 ? pk_pack_f16 : dt == TXC_BF16 ? pk_pack_bf16 : NULL;
+}
 
 bool txc_kern_gemm_nt_bf16dot_group(int n_parts, const txc_gemv_part *parts, int64_t M, int64_t K, const float *A,
                                     int64_t lda)
@@ -326,9 +431,9 @@ bool txc_kern_gemm_nt_bf16dot_group(int n_parts, const txc_gemv_part *parts, int
     for (int p = 0; p < n_parts; p++) {
         if (parts[p].bdt != TXC_BF16 || !bd_ok(parts[p].N, parts[p].ldb))
             return false;
-        pp[p] = (bd_part){parts[p].B, parts[p].N, parts[p].ldb, parts[p].N, 0, parts[p].C};
+        pp[p] = (bd_part){parts[p].B, parts[p].N, parts[p].ldb, parts[p].N, 0, parts[p].C, pk_pack_pairs, 2};
     }
-    return bd_gemm(n_parts, pp, M, K, A, lda);
+    return bd_gemm(true, n_parts, pp, M, K, A, lda);
 }
 
 bool txc_kern_gemm_nt_bf16dot(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *B,
@@ -336,8 +441,34 @@ bool txc_kern_gemm_nt_bf16dot(int64_t M, int64_t N, int64_t K, const float *A, i
 {
     if (M <= 0 || K <= 0 || !bd_ok(N, ldb) || !txc_kern_avx512bf16())
         return false;
-    const bd_part p = {B, N, ldb, ldc, 0, C};
-    return bd_gemm(1, &p, M, K, A, lda);
+    const bd_part p = {B, N, ldb, ldc, 0, C, pk_pack_pairs, 2};
+    return bd_gemm(true, 1, &p, M, K, A, lda);
+}
+
+bool txc_kern_gemm_nt_fma512_group(int n_parts, const txc_gemv_part *parts, int64_t M, int64_t K, const float *A,
+                                   int64_t lda)
+{
+    if (n_parts < 1 || n_parts > TXC_PACKED_GROUP_MAX || M <= 0 || K <= 0 || txc_kern_simd_level() < 2)
+        return false;
+    bd_part pp[TXC_PACKED_GROUP_MAX];
+    for (int p = 0; p < n_parts; p++) {
+        const pk_pack_fn pack = fm_packer(parts[p].bdt);
+        if (!pack || !bd_ok(parts[p].N, parts[p].ldb))
+            return false;
+        pp[p] = (bd_part){parts[p].B, parts[p].N, parts[p].ldb, parts[p].N, 0, parts[p].C, pack,
+                          (int)txc_dtype_size(parts[p].bdt)};
+    }
+    return bd_gemm(false, n_parts, pp, M, K, A, lda);
+}
+
+bool txc_kern_gemm_nt_fma512(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                             txc_dtype bdt, int64_t ldb, float *C, int64_t ldc)
+{
+    const pk_pack_fn pack = fm_packer(bdt);
+    if (M <= 0 || K <= 0 || !pack || !bd_ok(N, ldb) || txc_kern_simd_level() < 2)
+        return false;
+    const bd_part p = {B, N, ldb, ldc, 0, C, pack, (int)txc_dtype_size(bdt)};
+    return bd_gemm(false, 1, &p, M, K, A, lda);
 }
 
 /* The VDPBF16PS peak probe: `iters` rounds of 16 independent accumulator
@@ -387,6 +518,20 @@ bool txc_kern_gemm_nt_bf16dot(int64_t M, int64_t N, int64_t K, const float *A, i
                               int64_t ldb, float *C, int64_t ldc)
 {
     (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)ldb, (void)C, (void)ldc;
+    return false;
+}
+
+bool txc_kern_gemm_nt_fma512_group(int n_parts, const txc_gemv_part *parts, int64_t M, int64_t K, const float *A,
+                                   int64_t lda)
+{
+    (void)n_parts, (void)parts, (void)M, (void)K, (void)A, (void)lda;
+    return false;
+}
+
+bool txc_kern_gemm_nt_fma512(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                             txc_dtype bdt, int64_t ldb, float *C, int64_t ldc)
+{
+    (void)M, (void)N, (void)K, (void)A, (void)lda, (void)B, (void)bdt, (void)ldb, (void)C, (void)ldc;
     return false;
 }
 

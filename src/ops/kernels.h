@@ -201,6 +201,30 @@ bool txc_kern_gemm_nt_bf16dot(int64_t M, int64_t N, int64_t K, const float *A, i
  * n_parts outside [1, TXC_PACKED_GROUP_MAX] or a part not bfloat16. */
 bool txc_kern_gemm_nt_bf16dot_group(int n_parts, const txc_gemv_part *parts, int64_t M, int64_t K,
                                     const float *A, int64_t lda);
+/* gemm_bf16dot.c, its float32 twin: C = A·Bᵀ as txc_kern_gemm_nt (A
+ * float32, rows of stride lda, read as given; B float32, float16 or
+ * bfloat16 rows of stride ldb, widened exactly to float32 while packed; C
+ * float32, rows of stride ldc), on AVX-512 FMA with the VDPBF16PS GEMM's
+ * driver: 6 x 64 register tiles, B packed per 64 columns x 128 k as float32
+ * (32 KiB), the same M blocks, prefetch and column chunks on the threads:
+ * txc_kern_gemm_nt's kernel for M > TXC_KERN_ROWS_INVARIANT_MAX at SIMD
+ * level 2 for float16 weights, and bfloat16 ones where the VDPBF16PS GEMM
+ * does not run (no AVX512_BF16). Float32 accumulation, not AVX512_FP16's
+ * half-precision arithmetic: the bits and the bound of the AVX2 packed
+ * GEMM (gemm_avx2.c): every C[i,j] is the chain c = fma(A[i,k], B[j,k], c),
+ * k = 0..K-1 from 0, whatever M, N, the strides, the blocking and the
+ * thread count (tests/test_gemm_avx2.c checks the bits against C's fmaf);
+ * |C - exact| <= γ(K-1) sum_k |A_ik B_jk|. Uses no scratch. Returns false,
+ * touching nothing, for SIMD level < 2, another dtype, M, N or K <= 0, or
+ * ldb > INT32_MAX / 16. */
+bool txc_kern_gemm_nt_fma512(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const void *B,
+                             txc_dtype bdt, int64_t ldb, float *C, int64_t ldc);
+/* Its sibling GEMMs of one A (as txc_kern_gemm_nt_avx2_packed_group; parts
+ * of any of the three dtypes, each C of stride N bit-identical to the part
+ * alone). False, touching nothing, where a part alone would be, or for
+ * n_parts outside [1, TXC_PACKED_GROUP_MAX]. */
+bool txc_kern_gemm_nt_fma512_group(int n_parts, const txc_gemv_part *parts, int64_t M, int64_t K,
+                                   const float *A, int64_t lda);
 /* Whether this CPU has AVX512_BF16 (CPUID.(7,1):EAX bit 5; TXC_AVX512_BF16=0
  * in the environment says no). */
 bool txc_kern_avx512bf16_cpu(void);

@@ -690,6 +690,15 @@ void txc_kern_gemv_group(int n_parts, const txc_gemv_part *parts, int64_t K, con
 }
 
 
+/* Whether prefill GEMMs of weights of dtype dt run txc_kern_gemm_nt_fma512:
+ * float16 at SIMD level 2 and 3, bfloat16 at level 2 without the VDPBF16PS
+ * GEMM (level 3's bf16 is AMX's). */
+static bool fma512_takes(txc_dtype dt)
+{
+    const int level = txc_kern_simd_level();
+    return (dt == TXC_F16 && level >= 2) || (dt == TXC_BF16 && level == 2 && !txc_kern_avx512bf16());
+}
+
 /* rows_invariant false (linear_gemm_nt with batch invariance off): 1 < M <=
  * the bound take the kernels of M above it. */
 static void gemm_impl(bool nn, bool rows_invariant, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
@@ -715,6 +724,12 @@ static void gemm_impl(bool nn, bool rows_invariant, int64_t M, int64_t N, int64_
      * inside (gemm_bf16dot.c). */
     if (!nn && bdt == TXC_BF16 && (M > TXC_KERN_ROWS_INVARIANT_MAX || (!rows_invariant && M > 1)) &&
         txc_kern_simd_level() == 2 && txc_kern_gemm_nt_bf16dot(M, N, K, A, lda, B, ldb, C, ldc))
+        return;
+    /* f16 prefill on AVX-512 (AMX multiplies bf16 only), and bf16 at level 2
+     * where VDPBF16PS does not run: the same driver on float32 FMA, B widened
+     * while packed (gemm_bf16dot.c). */
+    if (!nn && fma512_takes(bdt) && (M > TXC_KERN_ROWS_INVARIANT_MAX || (!rows_invariant && M > 1)) &&
+        txc_kern_gemm_nt_fma512(M, N, K, A, lda, B, bdt, ldb, C, ldc))
         return;
     const int64_t align = nn ? 64 : 16;
     int threads = txc_threads_get();
@@ -1143,17 +1158,18 @@ static txc_status cpu_linear(txc_tensor *out, txc_tensor *const *in, int n_in, c
 }
 
 /* Sibling linears of one input of M > TXC_KERN_ROWS_INVARIANT_MAX rows at
- * SIMD level 1 (where each alone runs the packed AVX2 GEMM), or bf16 ones
- * at level 2 with AVX-512 BF16 (each alone the VDPBF16PS GEMM): as one
- * packed group, A packed once (the same bits as each alone, gemm_avx2.c,
- * gemm_bf16dot.c), then each bias. False (nothing done) where that does not apply. */
+ * SIMD level 1 (where each alone runs the packed AVX2 GEMM), bf16 ones
+ * at level 2 with AVX-512 BF16 (each alone the VDPBF16PS GEMM), or ones
+ * fma512_takes (each alone the AVX-512 FMA twin): as one packed group, A
+ * packed once (the same bits as each alone, gemm_avx2.c, gemm_bf16dot.c),
+ * then each bias. False (nothing done) where that does not apply. */
 static bool linear_group_packed(int n, txc_tensor *const *outs, txc_tensor *const *const *args,
                                 const txc_op_attrs *const *attrs, txc_status *st)
 {
     const txc_tensor *x = args[0][0];
     const int64_t K = x->ndim > 0 ? x->shape[x->ndim - 1] : 0, M = K > 0 ? x->numel / K : 0;
     const int level = txc_kern_simd_level();
-    if (n > TXC_PACKED_GROUP_MAX || (level != 1 && !(level == 2 && txc_kern_avx512bf16())) || x->ndim < 2 ||
+    if (n > TXC_PACKED_GROUP_MAX || level < 1 || x->ndim < 2 ||
         M <= TXC_KERN_ROWS_INVARIANT_MAX ||
         x->dtype != TXC_F32 || K < 1 || !txc_tensor_is_contiguous(x))
         return false;
@@ -1167,8 +1183,16 @@ static bool linear_group_packed(int n, txc_tensor *const *outs, txc_tensor *cons
         parts[i] = (txc_gemv_part){txc_impl_data(w), w->dtype, w->shape[0], w->shape[0] == 1 ? K : w->strides[0],
                                    (float *)txc_impl_data(outs[i])};
     }
-    if (level == 1 ? !txc_kern_gemm_nt_avx2_packed_group(n, parts, M, K, txc_impl_data(x), K)
-                   : !txc_kern_gemm_nt_bf16dot_group(n, parts, M, K, txc_impl_data(x), K))
+    /* every part on the kernel it would run alone */
+    bool all_bf16dot = level == 2 && txc_kern_avx512bf16(), all_fma512 = true;
+    for (int i = 0; i < n; i++) {
+        all_bf16dot = all_bf16dot && parts[i].bdt == TXC_BF16;
+        all_fma512 = all_fma512 && fma512_takes(parts[i].bdt);
+    }
+    const float *A = txc_impl_data(x);
+    if (level == 1 ? !txc_kern_gemm_nt_avx2_packed_group(n, parts, M, K, A, K)
+        : all_bf16dot ? !txc_kern_gemm_nt_bf16dot_group(n, parts, M, K, A, K)
+        : !all_fma512 || !txc_kern_gemm_nt_fma512_group(n, parts, M, K, A, K))
         return false;
     *st = TXC_OK;
     for (int i = 0; i < n && *st == TXC_OK; i++) {
