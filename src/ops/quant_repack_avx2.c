@@ -19,6 +19,19 @@ TXC_INLINE_AVX2 __m256i bcast4(const int8_t *p)
     return _mm256_set1_epi32(v);
 }
 
+/* Blocks ahead that the interleaved kernels prefetch. */
+#define TXC_R8_PF 8
+/* Every cache line of the GB-byte block at p into L1. The weight streams
+ * once; one prefetch per block (Q4_0's 144 bytes are 2.25 lines) left more
+ * than half the lines to the hardware prefetcher, and decode on a Xeon
+ * (Emerald Rapids, 2 threads, qwen2.5-0.5b Q4_0) went from 44.6 to 59.5
+ * tokens/s with every line (Q8_0 28.2 to 34.5). Results do not change. */
+TXC_INLINE_AVX2 void r8_prefetch(const uint8_t *p, size_t GB)
+{
+    for (size_t o = 0; o < GB; o += 64)
+        _mm_prefetch((const char *)(p + o), _MM_HINT_T0);
+}
+
 /* sum(q) of activation block b, from the pair layout's iv */
 TXC_INLINE_AVX2 int32_t qsum(const txc_qact *a, int64_t b) { return a->iv[8 * (b >> 1) + 4 * (b & 1)]; }
 
@@ -41,7 +54,7 @@ TXC_INLINE_AVX2 void r8_kernel(txc_dtype dt, const uint8_t *w, size_t rb, int64_
             acc[r] = accm[r] = _mm256_setzero_ps();
         for (int64_t b = 0; b < nb; b++) {
             const uint8_t *p = gp + (size_t)b * GB;
-            _mm_prefetch((const char *)(p + 8 * GB), _MM_HINT_T0);
+            r8_prefetch(p + TXC_R8_PF * GB, GB);
             __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
             if (Q8) {
                 __m256i wv[8], ax[8];
@@ -111,7 +124,7 @@ r8_kernel_vnni(txc_dtype dt, const uint8_t *w, size_t rb, int64_t ng, int64_t nb
             acc[r] = accm[r] = _mm256_setzero_ps();
         for (int64_t b = 0; b < nb; b++) {
             const uint8_t *p = gp + (size_t)b * GB;
-            _mm_prefetch((const char *)(p + 8 * GB), _MM_HINT_T0);
+            r8_prefetch(p + TXC_R8_PF * GB, GB);
             __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
             if (Q8) {
                 __m256i wv[8], ax[8];
